@@ -1,0 +1,51 @@
+//! Shared inputs for the url-dedup benchmarks: URL-like keys that look like a crawl's.
+//!
+//! Every bench target draws its keys from here, so figures across targets compare like with
+//! like.
+#![forbid(unsafe_code)]
+
+/// `count` distinct URL-like keys of 48 to 90 bytes, deterministic for a given `seed`.
+///
+/// # Examples
+///
+/// ```
+/// let urls = url_dedup_benches::urls(3, 1);
+/// assert_eq!(urls.len(), 3);
+/// assert!(urls.iter().all(|u| u.starts_with("https://")));
+/// assert_eq!(urls, url_dedup_benches::urls(3, 1));
+/// ```
+pub fn urls(count: usize, seed: u64) -> Vec<String> {
+    let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        // splitmix64: fast, deterministic, and good enough to vary URL parts.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    const SECTIONS: [&str; 8] = [
+        "news",
+        "products",
+        "blog/archive",
+        "docs/api",
+        "catalog/items",
+        "forum/t",
+        "wiki",
+        "m",
+    ];
+    (0..count)
+        .map(|i| {
+            let r = next();
+            let host = r % 5_000;
+            let section = SECTIONS[(r >> 20) as usize % SECTIONS.len()];
+            let page = next() % 100_000_000;
+            let query = if r >> 40 & 1 == 1 {
+                format!("?id={}&ref=list", next() % 1_000_000)
+            } else {
+                String::new()
+            };
+            format!("https://www.site{host}.example.com/{section}/{i}/page-{page}.html{query}")
+        })
+        .collect()
+}
