@@ -180,7 +180,7 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     let (stop, _) = watch::channel(false);
     let pages_before = state.pages_done();
     let shared = Arc::new(Shared {
-        canon: Canonicalizer,
+        canon: Canonicalizer::default(),
         fetcher,
         state: Mutex::new(state),
         router: Router::new(senders),

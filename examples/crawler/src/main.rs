@@ -85,7 +85,7 @@ fn main() -> ExitCode {
         if options.demo {
             return demo::run(&options).await;
         }
-        let config = options.config(&canonical::Canonicalizer)?;
+        let config = options.config(&canonical::Canonicalizer::default())?;
         let summary = crawl::run(config).await?;
         println!("{summary}");
         Ok(())

@@ -29,7 +29,14 @@ pub(crate) fn components(url: &Url) -> Vec<String> {
         Some((last, dirs)) => (dirs, *last),
         None => (&[][..], ""),
     };
-    parts.extend(dirs.iter().map(|d| escape(d)));
+    // An empty segment (`//`) becomes `_`, which no escaped name can be.
+    parts.extend(dirs.iter().map(|d| {
+        if d.is_empty() {
+            "_".to_owned()
+        } else {
+            escape(d)
+        }
+    }));
     let mut name = if last.is_empty() {
         "index.html".to_owned()
     } else if last.contains('.') {

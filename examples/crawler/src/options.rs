@@ -187,7 +187,9 @@ impl Options {
             if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
                 return Err(CrawlError::BadSeed(s.clone()));
             }
-            Ok(canon.canonicalize(url))
+            canon
+                .canonicalize(&url)
+                .map_err(|_| CrawlError::BadSeed(s.clone()))
         };
         let seeds = self
             .seeds
@@ -261,7 +263,7 @@ mod tests {
 
     #[test]
     fn bad_seeds_and_options_are_errors() {
-        let canon = Canonicalizer;
+        let canon = Canonicalizer::default();
         for args in [
             &["crawler", "ftp://h/"][..],
             &["crawler", "not a url"],

@@ -127,7 +127,7 @@ fn read_page(
     }
     let config = &shared.config;
     let local = |target: &Url| {
-        let canonical = shared.canon.canonicalize(target.clone());
+        let canonical = shared.canon.canonicalize(target).ok()?;
         config.scope.contains(&canonical).then(|| {
             let mut rel = mirror::relative(url, &canonical);
             if let Some(f) = target.fragment() {
@@ -174,9 +174,14 @@ pub(crate) fn admit_all(
 ) -> Result<Vec<Job>, crate::error::CrawlError> {
     let mut admitted = Vec::new();
     for c in candidates {
-        let spelled = c.url.as_str().to_owned();
-        let url = shared.canon.canonicalize(c.url);
-        if url.as_str() != spelled {
+        let url = match shared.canon.canonicalize(&c.url) {
+            Ok(url) => url,
+            Err(reason) => {
+                state.skip(reason, c.url.as_str(), "no canonical form")?;
+                continue;
+            }
+        };
+        if url.as_str() != c.url.as_str() {
             state.stats.canonicalized += 1;
         }
         if !shared.config.scope.contains(&url) {

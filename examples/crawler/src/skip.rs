@@ -42,6 +42,8 @@ pub(crate) enum SkipReason {
     FetchFailed,
     /// A redirect without a usable `Location`.
     BadRedirect,
+    /// A URL without a canonical form (unsupported by the canonicalizer).
+    BadUrl,
 }
 
 impl SkipReason {
@@ -63,6 +65,7 @@ impl SkipReason {
             Self::Timeout => "timeout",
             Self::FetchFailed => "fetch-failed",
             Self::BadRedirect => "bad-redirect",
+            Self::BadUrl => "bad-url",
         }
     }
 }

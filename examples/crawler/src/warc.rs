@@ -210,7 +210,7 @@ mod tests {
     fn record_ids_are_v4_uuids() {
         let id = record_id().unwrap();
         assert_eq!(id.len(), 47);
-        assert_eq!(&id[23..24], "4");
+        assert_eq!(&id[24..25], "4");
         assert_ne!(id, record_id().unwrap());
     }
 }
