@@ -25,10 +25,20 @@ impl Reply {
         Self::new(200, "text/html; charset=utf-8", body.into().into_bytes())
     }
     pub fn new(status: u16, content_type: &str, body: Vec<u8>) -> Self {
-        Self { status, headers: vec![("content-type", content_type.to_owned())], body, delay: Duration::ZERO }
+        Self {
+            status,
+            headers: vec![("content-type", content_type.to_owned())],
+            body,
+            delay: Duration::ZERO,
+        }
     }
     pub fn redirect(to: impl Into<String>) -> Self {
-        Self { status: 301, headers: vec![("location", to.into())], body: Vec::new(), delay: Duration::ZERO }
+        Self {
+            status: 301,
+            headers: vec![("location", to.into())],
+            body: Vec::new(),
+            delay: Duration::ZERO,
+        }
     }
     pub fn not_found() -> Self {
         Self::new(404, "text/html", b"not found".to_vec())
@@ -58,8 +68,14 @@ impl Site {
     /// Serves `handler(path_and_query, headers)`; `{origin}` is not known to the handler, so
     /// links are relative or built from [`Site::origin`] afterwards.
     pub fn start(handler: impl Fn(&str, &HeaderMap) -> Reply + Send + Sync + 'static) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
         let origin = format!("http://{}", listener.local_addr().unwrap());
         let hits: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
         let in_flight = Arc::new(AtomicUsize::new(0));
@@ -67,9 +83,12 @@ impl Site {
         let handler: Arc<Handler> = Arc::new(handler);
         let (h, f, m) = (hits.clone(), in_flight.clone(), max_in_flight.clone());
         let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
-            let (handler, hits, in_flight, max) = (handler.clone(), h.clone(), f.clone(), m.clone());
+            let (handler, hits, in_flight, max) =
+                (handler.clone(), h.clone(), f.clone(), m.clone());
             async move {
-                let target = uri.path_and_query().map_or("/".to_owned(), |p| p.as_str().to_owned());
+                let target = uri
+                    .path_and_query()
+                    .map_or("/".to_owned(), |p| p.as_str().to_owned());
                 *hits.lock().unwrap().entry(target.clone()).or_default() += 1;
                 let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                 max.fetch_max(now, Ordering::SeqCst);
@@ -86,7 +105,13 @@ impl Site {
             }
         });
         runtime.spawn(async move { axum::serve(listener, app).await });
-        Self { origin, hits, in_flight, max_in_flight, _runtime: runtime }
+        Self {
+            origin,
+            hits,
+            in_flight,
+            max_in_flight,
+            _runtime: runtime,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -141,7 +166,11 @@ pub fn skipped(out: &Path) -> Vec<(String, String)> {
 
 /// Skipped URLs with `reason`.
 pub fn skipped_for(out: &Path, reason: &str) -> Vec<String> {
-    skipped(out).into_iter().filter(|(r, _)| r == reason).map(|(_, u)| u).collect()
+    skipped(out)
+        .into_iter()
+        .filter(|(r, _)| r == reason)
+        .map(|(_, u)| u)
+        .collect()
 }
 
 /// Target URIs of the WARC response records, in order.
@@ -152,9 +181,14 @@ pub fn warc_responses(out: &Path) -> Vec<String> {
     while pos < data.len() {
         let head_end = find(&data[pos..], b"\r\n\r\n").expect("WARC header") + pos;
         let head = std::str::from_utf8(&data[pos..head_end]).unwrap();
-        assert!(head.starts_with("WARC/1.1\r\n"), "record at {pos} starts with {:?}", &head[..head.len().min(20)]);
+        assert!(
+            head.starts_with("WARC/1.1\r\n"),
+            "record at {pos} starts with {:?}",
+            &head[..head.len().min(20)]
+        );
         let field = |name: &str| {
-            head.lines().find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+            head.lines()
+                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
         };
         let len: usize = field("Content-Length:").unwrap().parse().unwrap();
         if field("WARC-Type:").as_deref() == Some("response") {
@@ -178,5 +212,8 @@ pub fn temp_out() -> (tempfile::TempDir, PathBuf) {
 }
 
 pub fn header_value<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> &'a str {
-    headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
 }
