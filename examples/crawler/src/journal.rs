@@ -149,7 +149,6 @@ fn bad(path: &Path, offset: u64) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write as _;
 
     #[test]
     fn replays_whole_lines_and_cuts_a_torn_tail() {

@@ -15,6 +15,9 @@ use std::cell::RefCell;
 use lol_html::{HtmlRewriter, Settings, element};
 use url::Url;
 
+/// Maps an absolute link to the relative path of its mirrored copy, `None` when not mirrored.
+pub(crate) type Rewrite<'a> = &'a dyn Fn(&Url) -> Option<String>;
+
 /// What to do with the links of a page.
 pub(crate) struct ExtractOptions<'a> {
     /// Skip links marked `rel="nofollow"`, and all links of a page whose robots meta tag says
@@ -22,7 +25,7 @@ pub(crate) struct ExtractOptions<'a> {
     pub(crate) respect_nofollow: bool,
     /// When set, rewrite links for the offline mirror: given an absolute link, the relative
     /// path of its local copy, or `None` when the link is not mirrored.
-    pub(crate) rewrite: Option<&'a dyn Fn(&Url) -> Option<String>>,
+    pub(crate) rewrite: Option<Rewrite<'a>>,
 }
 
 /// The result of one pass.

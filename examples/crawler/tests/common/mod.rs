@@ -211,7 +211,7 @@ pub fn temp_out() -> (tempfile::TempDir, PathBuf) {
     (dir, out)
 }
 
-pub fn header_value<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> &'a str {
+pub fn header_value(headers: &HeaderMap, name: header::HeaderName) -> &str {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
