@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Crawls one generated static site (served by nginx on loopback) with our crawler, wget and
+# httrack, in the same run, and prints a markdown table: pages fetched, duplicate fetches,
+# requests for URLs that do not exist, wall time, pages/s and peak RSS.
+#
+#   bash benches/crawl-vs-wget.sh [PAGES]      # default 20000
+#
+# Installs nginx, httrack and GNU time with apt-get when they are missing (needs root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PAGES=${1:-20000}
+WORK=$(mktemp -d /tmp/crawl-bench.XXXXXX)
+trap 'nginx -c "$WORK/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+need=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v httrack >/dev/null 2>&1 || need+=(httrack)
+command -v wget >/dev/null 2>&1 || need+=(wget)
+[ -x /usr/bin/time ] || need+=(time)
+if ((${#need[@]})); then
+  echo "installing: ${need[*]}" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+export PATH="$PATH:/usr/sbin"
+
+echo "building the crawler (release)" >&2
+cargo build --release -q -p url-dedup-crawler
+CRAWLER=$PWD/target/release/crawler
+
+echo "generating a $PAGES-page site" >&2
+python3 - "$WORK/site" "$PAGES" <<'PY'
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+rng = random.Random(42)
+per_dir = 100
+dirs = (n + per_dir - 1) // per_dir
+words = "crawler filter bloom url canonical segment host robots page link index archive".split()
+def text(k):
+    return " ".join(rng.choice(words) for _ in range(k))
+def page_path(i):
+    return f"d{i // per_dir:03d}/p{i:05d}.html"
+os.makedirs(root, exist_ok=True)
+nav = "".join(f'<li><a href="/d{d:03d}/index.html">section {d}</a></li>' for d in range(0, dirs, max(1, dirs // 10)))
+script = '<script>var config = {"search": "/api/search?q=", "next": "/static/js/chunk-vendors.js"};</script>'
+with open(os.path.join(root, "index.html"), "w") as f:
+    f.write("<!doctype html><html><head><title>Docs</title></head><body><h1>Docs</h1><ul>"
+            + "".join(f'<li><a href="d{d:03d}/index.html">section {d}</a></li>' for d in range(dirs))
+            + "</ul></body></html>")
+for d in range(dirs):
+    os.makedirs(os.path.join(root, f"d{d:03d}"), exist_ok=True)
+    with open(os.path.join(root, f"d{d:03d}", "index.html"), "w") as f:
+        f.write(f"<!doctype html><html><head><title>Section {d}</title></head><body><a href=\"../index.html\">home</a><ul>"
+                + "".join(f'<li><a href="p{i:05d}.html">page {i}</a></li>' for i in range(d * per_dir, min(n, (d + 1) * per_dir)))
+                + "</ul></body></html>")
+for i in range(n):
+    links = [page_path((i + k) % n) for k in range(1, 6)] + [page_path(rng.randrange(n)) for _ in range(10)]
+    body = "".join(f'<p>{text(60)} <a href="/{p}">{text(3)}</a></p>' for p in links)
+    with open(os.path.join(root, page_path(i)), "w") as f:
+        f.write(f"<!doctype html><html><head><title>Page {i}</title>{script}</head><body><nav><ul>{nav}</ul></nav>"
+                f'<a href="/{page_path(i)}#top">top</a><h1>Page {i}</h1>{body}'
+                f'<footer><a href="/index.html">home</a></footer></body></html>')
+PY
+DISTINCT=$((PAGES + (PAGES + 99) / 100 + 1))
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$WORK/nginx.conf" <<CONF
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/error.log;
+events { worker_connections 1024; }
+http {
+  include /etc/nginx/mime.types;
+  access_log $WORK/access.log;
+  log_format plain '\$status \$request_uri';
+  server {
+    listen 127.0.0.1:$PORT;
+    root $WORK/site;
+    access_log $WORK/access.log plain;
+    keepalive_requests 100000;
+  }
+}
+CONF
+nginx -c "$WORK/nginx.conf"
+SEED="http://127.0.0.1:$PORT/index.html"
+
+# run NAME CONCURRENCY COMMAND...
+run() {
+  local name=$1 conc=$2; shift 2
+  : > "$WORK/access.log"
+  nginx -c "$WORK/nginx.conf" -s reopen; sleep 0.2
+  rm -rf "$WORK/out"; mkdir -p "$WORK/out"
+  local start end
+  start=$(date +%s.%N)
+  /usr/bin/time -v -o "$WORK/time.txt" "$@" >"$WORK/run.log" 2>&1 || true
+  end=$(date +%s.%N)
+  local wall rss ok requests distinct dups missing
+  wall=$(python3 -c "print(f'{$end - $start:.2f}')")
+  rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$WORK/time.txt")
+  requests=$(grep -vc ' /robots.txt$' "$WORK/access.log" || true)
+  ok=$(awk '$1 == 200' "$WORK/access.log" | grep -v ' /robots.txt$' | sort -u | wc -l)
+  distinct=$(grep -v ' /robots.txt$' "$WORK/access.log" | awk '{print $2}' | sort -u | wc -l)
+  dups=$((requests - distinct))
+  missing=$(awk '$1 == 404' "$WORK/access.log" | grep -v ' /robots.txt$' | wc -l)
+  local rate
+  rate=$(python3 -c "print(f'{$ok / $wall:.0f}')")
+  printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s |\n' "$name" "$conc" "$ok" "$DISTINCT" "$dups" "$missing" "$wall" "$rate" "$rss"
+}
+
+echo
+echo "site: $PAGES pages + $((DISTINCT - PAGES)) index pages, $(du -sh "$WORK/site" | cut -f1), nginx on loopback; $(nproc) cores"
+echo
+echo '| crawler | connections | pages fetched (200) / reachable | duplicate fetches | 404 requests | wall s | pages/s | peak RSS MiB |'
+echo '|---|---|---|---|---|---|---|---|'
+run "url-dedup-crawler" 1 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 1 --max-depth 10000 --checkpoint-secs 3600
+run "wget --recursive" 1 wget --recursive --level=inf --no-parent --no-verbose --directory-prefix="$WORK/out" "$SEED"
+run "httrack" 1 httrack "$SEED" -O "$WORK/out" -q -%v0 -c1 -%c1000 -A1000000000 --disable-security-limits -r99999
+run "url-dedup-crawler" 8 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 8 --max-depth 10000 --checkpoint-secs 3600
+run "httrack" 8 httrack "$SEED" -O "$WORK/out" -q -%v0 -c8 -%c1000 -A1000000000 --disable-security-limits -r99999
