@@ -5,12 +5,17 @@
 #
 #   bash benches/crawl-vs-wget.sh [PAGES]      # default 20000
 #
+# httrack is given HTTRACK_SECONDS (default 60) per run and killed after that: on this machine
+# it fetches about one page per second per connection even with its throttles lifted, so a full
+# crawl of the site would take hours. Its pages/s are measured over that window.
+#
 # Installs nginx, httrack and GNU time with apt-get when they are missing (needs root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAGES=${1:-20000}
+HTTRACK_SECONDS=${HTTRACK_SECONDS:-60}
 WORK=$(mktemp -d /tmp/crawl-bench.XXXXXX)
-trap 'nginx -c "$WORK/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'nginx -c "$WORK/nginx.conf" -s stop 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 
 need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
@@ -25,7 +30,7 @@ fi
 export PATH="$PATH:/usr/sbin"
 
 echo "building the crawler (release)" >&2
-cargo build --release -q -p url-dedup-crawler
+cargo build --release -q -p url-dedup-crawler 2>/dev/null || cargo build --release -p url-dedup-crawler
 CRAWLER=$PWD/target/release/crawler
 
 echo "generating a $PAGES-page site" >&2
@@ -64,7 +69,10 @@ PY
 DISTINCT=$((PAGES + (PAGES + 99) / 100 + 1))
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+chmod 755 "$WORK"
+# Workers reopen the access log between runs, so they run as the owner of $WORK.
 cat > "$WORK/nginx.conf" <<CONF
+user $(id -un) $(id -gn);
 worker_processes 2;
 pid $WORK/nginx.pid;
 error_log $WORK/error.log;
@@ -88,21 +96,28 @@ SEED="http://127.0.0.1:$PORT/index.html"
 run() {
   local name=$1 conc=$2; shift 2
   : > "$WORK/access.log"
-  nginx -c "$WORK/nginx.conf" -s reopen; sleep 0.2
+  nginx -c "$WORK/nginx.conf" -s reopen 2>/dev/null; sleep 0.2
   rm -rf "$WORK/out"; mkdir -p "$WORK/out"
   local start end
   start=$(date +%s.%N)
   /usr/bin/time -v -o "$WORK/time.txt" "$@" >"$WORK/run.log" 2>&1 || true
   end=$(date +%s.%N)
-  local wall rss ok requests distinct dups missing
+  local wall rss ok dups missing rate
   wall=$(python3 -c "print(f'{$end - $start:.2f}')")
   rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$WORK/time.txt")
-  requests=$(grep -vc ' /robots.txt$' "$WORK/access.log" || true)
-  ok=$(awk '$1 == 200' "$WORK/access.log" | grep -v ' /robots.txt$' | sort -u | wc -l)
-  distinct=$(grep -v ' /robots.txt$' "$WORK/access.log" | awk '{print $2}' | sort -u | wc -l)
-  dups=$((requests - distinct))
-  missing=$(awk '$1 == 404' "$WORK/access.log" | grep -v ' /robots.txt$' | wc -l)
-  local rate
+  read -r ok dups missing < <(python3 - "$WORK/access.log" <<'PY'
+import collections, sys
+hits, ok, missing = collections.Counter(), set(), 0
+for line in open(sys.argv[1]):
+    status, _, uri = line.strip().partition(" ")
+    if uri == "/robots.txt":
+        continue
+    hits[uri] += 1
+    ok.add(uri) if status == "200" else None
+    missing += status == "404"
+print(len(ok), sum(hits.values()) - len(hits), missing)
+PY
+)
   rate=$(python3 -c "print(f'{$ok / $wall:.0f}')")
   printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s |\n' "$name" "$conc" "$ok" "$DISTINCT" "$dups" "$missing" "$wall" "$rate" "$rss"
 }
@@ -114,6 +129,7 @@ echo '| crawler | connections | pages fetched (200) / reachable | duplicate fetc
 echo '|---|---|---|---|---|---|---|---|'
 run "url-dedup-crawler" 1 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 1 --max-depth 10000 --checkpoint-secs 3600
 run "wget --recursive" 1 wget --recursive --level=inf --no-parent --no-verbose --directory-prefix="$WORK/out" "$SEED"
-run "httrack" 1 httrack "$SEED" -O "$WORK/out" -q -%v0 -c1 -%c1000 -A1000000000 --disable-security-limits -r99999
+HTTRACK=(timeout -s KILL "$HTTRACK_SECONDS" httrack "$SEED" -O "$WORK/out" -q -%v0 -%N0 -%c1000 -A1000000000 --disable-security-limits -r99999)
+run "httrack (${HTTRACK_SECONDS} s cap)" 1 "${HTTRACK[@]}" -c1
 run "url-dedup-crawler" 8 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 8 --max-depth 10000 --checkpoint-secs 3600
-run "httrack" 8 httrack "$SEED" -O "$WORK/out" -q -%v0 -c8 -%c1000 -A1000000000 --disable-security-limits -r99999
+run "httrack (${HTTRACK_SECONDS} s cap)" 8 "${HTTRACK[@]}" -c8

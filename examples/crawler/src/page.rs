@@ -23,17 +23,22 @@ pub(crate) struct Candidate {
 }
 
 /// Fetches and processes `job`; everything it finds is admitted (or reported) and routed.
-pub(crate) async fn process(shared: Arc<Shared>, job: Job) {
+///
+/// `host_slot` is dropped as soon as the response is in: politeness limits requests to the
+/// host, and parsing and storing need not hold the host's slot, so the host's next request
+/// overlaps with this page's processing.
+pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S) {
     let config = &shared.config;
     let Ok(url) = Url::parse(&job.url) else {
         shared.give_up(&job, None);
         return;
     };
-    let exchange = match shared
+    let fetched = shared
         .fetcher
         .get(&url, config.fetch.max_body, job.kind == JobKind::Page)
-        .await
-    {
+        .await;
+    drop(host_slot);
+    let exchange = match fetched {
         Ok(x) => x,
         Err(failure) => {
             shared.give_up(&job, Some((failure.reason, failure.detail)));

@@ -28,7 +28,11 @@ enum Robots {
 #[derive(Debug)]
 struct Host {
     queue: VecDeque<Job>,
+    /// Requests waiting for their response.
     in_flight: usize,
+    /// Pages fetched or being fetched and not yet committed: at most twice `--per-host`, so a
+    /// slow parser cannot pile up bodies, and a kill repeats at most that many fetches.
+    unfinished: usize,
     next_start: Instant,
     delay: Duration,
     robots: Robots,
@@ -40,6 +44,19 @@ enum Finished {
     Page(String),
 }
 
+/// A request slot of a host, given back to the worker when dropped (also when processing a
+/// page panics).
+struct HostSlot {
+    host: String,
+    free: mpsc::UnboundedSender<String>,
+}
+
+impl Drop for HostSlot {
+    fn drop(&mut self) {
+        let _ = self.free.send(std::mem::take(&mut self.host));
+    }
+}
+
 /// Runs a worker until the crawl stops and its own requests have finished.
 pub(crate) async fn run(
     shared: Arc<Shared>,
@@ -48,12 +65,13 @@ pub(crate) async fn run(
 ) {
     let mut hosts: HashMap<String, Host> = HashMap::new();
     let mut tasks: JoinSet<Finished> = JoinSet::new();
+    let (free, mut freed) = mpsc::unbounded_channel::<String>();
     loop {
         let stopping = *stop.borrow_and_update();
         let wake = if stopping {
             None
         } else {
-            dispatch(&shared, &mut hosts, &mut tasks)
+            dispatch(&shared, &mut hosts, &mut tasks, &free)
         };
         if stopping && tasks.is_empty() {
             break;
@@ -61,14 +79,19 @@ pub(crate) async fn run(
         let sleep = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now));
         tokio::select! {
             Some(job) = inbox.recv(), if !stopping => enqueue(&shared, &mut hosts, job),
+            Some(host) = freed.recv() => {
+                if let Some(h) = hosts.get_mut(&host) {
+                    h.in_flight -= 1;
+                }
+            }
             Some(done) = tasks.join_next(), if !tasks.is_empty() => match done {
                 Ok(Finished::Page(host)) => {
                     if let Some(h) = hosts.get_mut(&host) {
-                        h.in_flight -= 1;
+                        h.unfinished -= 1;
                     }
                 }
                 Ok(Finished::Robots(host, rules)) => robots_ready(&shared, &mut hosts, host, rules),
-                // A fetch task panicked: its URL stays in the run queue for the next run.
+                // Only the outer wrapper could fail here, and it does not panic.
                 Err(_) => {}
             },
             () = sleep, if wake.is_some() => {}
@@ -82,6 +105,7 @@ fn enqueue(shared: &Shared, hosts: &mut HashMap<String, Host>, job: Job) {
     let host = hosts.entry(key).or_insert_with(|| Host {
         queue: VecDeque::new(),
         in_flight: 0,
+        unfinished: 0,
         next_start: Instant::now(),
         delay: shared.config.delay,
         robots: if shared.config.robots {
@@ -135,6 +159,7 @@ fn dispatch(
     shared: &Arc<Shared>,
     hosts: &mut HashMap<String, Host>,
     tasks: &mut JoinSet<Finished>,
+    free: &mpsc::UnboundedSender<String>,
 ) -> Option<Instant> {
     let now = Instant::now();
     let mut wake: Option<Instant> = None;
@@ -152,16 +177,23 @@ fn dispatch(
                 host.in_flight += 1;
                 let (shared, key) = (shared.clone(), key.clone());
                 tasks.spawn(async move {
-                    let rules =
+                    let fetch = async move {
                         RobotsRules::fetch(&shared.fetcher, &origin, crate::options::AGENT_TOKEN)
-                            .await;
+                            .await
+                    };
+                    let rules = tokio::spawn(fetch).await.unwrap_or_else(|e| {
+                        RobotsRules::Unreachable(format!("internal error: {e}"))
+                    });
                     Finished::Robots(key, rules)
                 });
                 continue;
             }
             Robots::Ready(rules) => rules.clone(),
         };
-        while host.in_flight < shared.config.per_host && now >= host.next_start {
+        while host.in_flight < shared.config.per_host
+            && host.unfinished < 2 * shared.config.per_host
+            && now >= host.next_start
+        {
             let Some(job) = host.queue.pop_front() else {
                 break;
             };
@@ -178,11 +210,22 @@ fn dispatch(
                 return None;
             }
             host.in_flight += 1;
+            host.unfinished += 1;
             host.next_start = now + host.delay;
-            let (shared, key) = (shared.clone(), key.clone());
+            let (shared, task_key) = (shared.clone(), key.clone());
+            let slot = HostSlot {
+                host: key.clone(),
+                free: free.clone(),
+            };
             tasks.spawn(async move {
-                page::process(shared, job).await;
-                Finished::Page(key)
+                // A bug in processing one page must not hang the crawl: its URL is reported
+                // and completed, so the run queue still drains.
+                let processing = page::process(shared.clone(), job.clone(), slot);
+                if let Err(e) = tokio::spawn(processing).await {
+                    let why = format!("internal error: {e}");
+                    shared.give_up(&job, Some((crate::skip::SkipReason::FetchFailed, why)));
+                }
+                Finished::Page(task_key)
             });
         }
         if !host.queue.is_empty()
