@@ -92,15 +92,23 @@ CONF
 nginx -c "$WORK/nginx.conf"
 SEED="http://127.0.0.1:$PORT/index.html"
 
-# run NAME CONCURRENCY COMMAND...
+# run NAME CONCURRENCY CAP-SECONDS COMMAND...   (CAP 0: run to the end)
 run() {
-  local name=$1 conc=$2; shift 2
+  local name=$1 conc=$2 cap=$3; shift 3
   : > "$WORK/access.log"
   nginx -c "$WORK/nginx.conf" -s reopen 2>/dev/null; sleep 0.2
   rm -rf "$WORK/out"; mkdir -p "$WORK/out"
   local start end
   start=$(date +%s.%N)
-  /usr/bin/time -v -o "$WORK/time.txt" "$@" >"$WORK/run.log" 2>&1 || true
+  /usr/bin/time -v -o "$WORK/time.txt" "$@" >"$WORK/run.log" 2>&1 &
+  local timer=$!
+  if [ "$cap" -gt 0 ]; then
+    # Killing the measured process (not GNU time) keeps its peak RSS in the report.
+    (sleep "$cap"; kill -KILL $(pgrep -P "$timer") 2>/dev/null) &
+    local killer=$!
+  fi
+  wait "$timer" || true
+  [ "$cap" -gt 0 ] && { kill "$killer" 2>/dev/null; wait "$killer" 2>/dev/null; } || true
   end=$(date +%s.%N)
   local wall rss ok dups missing rate
   wall=$(python3 -c "print(f'{$end - $start:.2f}')")
@@ -127,9 +135,9 @@ echo "site: $PAGES pages + $((DISTINCT - PAGES)) index pages, $(du -sh "$WORK/si
 echo
 echo '| crawler | connections | pages fetched (200) / reachable | duplicate fetches | 404 requests | wall s | pages/s | peak RSS MiB |'
 echo '|---|---|---|---|---|---|---|---|'
-run "url-dedup-crawler" 1 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 1 --max-depth 10000 --checkpoint-secs 3600
-run "wget --recursive" 1 wget --recursive --level=inf --no-parent --no-verbose --directory-prefix="$WORK/out" "$SEED"
-HTTRACK=(timeout -s KILL "$HTTRACK_SECONDS" httrack "$SEED" -O "$WORK/out" -q -%v0 -%N0 -%c1000 -A1000000000 --disable-security-limits -r99999)
-run "httrack (${HTTRACK_SECONDS} s cap)" 1 "${HTTRACK[@]}" -c1
-run "url-dedup-crawler" 8 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 8 --max-depth 10000 --checkpoint-secs 3600
-run "httrack (${HTTRACK_SECONDS} s cap)" 8 "${HTTRACK[@]}" -c8
+run "url-dedup-crawler" 1 0 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 1 --max-depth 10000
+run "wget --recursive" 1 0 wget --recursive --level=inf --no-parent --no-verbose --directory-prefix="$WORK/out" "$SEED"
+HTTRACK=(httrack "$SEED" -O "$WORK/out" -q -%v0 -%N0 -%c1000 -A1000000000 --disable-security-limits -r99999)
+run "httrack (${HTTRACK_SECONDS} s cap)" 1 "$HTTRACK_SECONDS" "${HTTRACK[@]}" -c1
+run "url-dedup-crawler" 8 0 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 8 --max-depth 10000
+run "httrack (${HTTRACK_SECONDS} s cap)" 8 "$HTTRACK_SECONDS" "${HTTRACK[@]}" -c8
