@@ -136,8 +136,16 @@ mod tests {
         assert_eq!(
             moves,
             [
-                Move { vnode: VirtualNode(2), from: NodeId(3), to: NodeId(1) },
-                Move { vnode: VirtualNode(5), from: NodeId(3), to: NodeId(2) },
+                Move {
+                    vnode: VirtualNode(2),
+                    from: NodeId(3),
+                    to: NodeId(1)
+                },
+                Move {
+                    vnode: VirtualNode(5),
+                    from: NodeId(3),
+                    to: NodeId(2)
+                },
             ]
         );
     }
@@ -165,8 +173,16 @@ mod tests {
         assert_eq!(
             moves,
             [
-                Move { vnode: VirtualNode(9), from: NodeId(1), to: NodeId(4) },
-                Move { vnode: VirtualNode(7), from: NodeId(2), to: NodeId(4) },
+                Move {
+                    vnode: VirtualNode(9),
+                    from: NodeId(1),
+                    to: NodeId(4)
+                },
+                Move {
+                    vnode: VirtualNode(7),
+                    from: NodeId(2),
+                    to: NodeId(4)
+                },
             ]
         );
     }

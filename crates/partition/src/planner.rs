@@ -57,9 +57,7 @@ pub(crate) fn plan(
             deficit.insert(c.node, target - c.owned);
         }
     }
-    let goes_home = |v: u32| {
-        previous[v as usize].is_some_and(|p| deficit.contains_key(&p))
-    };
+    let goes_home = |v: u32| previous[v as usize].is_some_and(|p| deficit.contains_key(&p));
     for (c, &target) in claims.iter().zip(&targets) {
         let surplus = c.owned.saturating_sub(target) as usize;
         if surplus == 0 {
@@ -68,7 +66,12 @@ pub(crate) fn plan(
         let list = &held[&c.node];
         let homeward = list.iter().copied().filter(|&v| goes_home(v));
         let others = list.iter().rev().copied().filter(|&v| !goes_home(v));
-        pool.extend(homeward.chain(others).take(surplus).map(|v| (v, Some(c.node))));
+        pool.extend(
+            homeward
+                .chain(others)
+                .take(surplus)
+                .map(|v| (v, Some(c.node))),
+        );
     }
     pool.sort_unstable_by_key(|&(v, _)| v);
 

@@ -112,7 +112,12 @@ mod tests {
             (b"https://", b""),
         ];
         for (url, want) in cases {
-            assert_eq!(RouteKey::Host.select(url), want, "{:?}", String::from_utf8_lossy(url));
+            assert_eq!(
+                RouteKey::Host.select(url),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(url)
+            );
         }
     }
 

@@ -113,7 +113,12 @@ impl BloomShardParams {
     /// # Examples
     ///
     /// See [`BloomShardParams`].
-    pub fn for_total(total: u64, virtual_nodes: u32, false_positive_rate: f64, key: HashKey) -> Self {
+    pub fn for_total(
+        total: u64,
+        virtual_nodes: u32,
+        false_positive_rate: f64,
+        key: HashKey,
+    ) -> Self {
         Self::new(
             total.div_ceil(u64::from(virtual_nodes.max(1))).max(1),
             false_positive_rate,
@@ -121,7 +126,13 @@ impl BloomShardParams {
         )
     }
 
-    fn check(&self, expected_items: u64, bits: u64, hashes: u32, key: HashKey) -> Result<(), BloomError> {
+    fn check(
+        &self,
+        expected_items: u64,
+        bits: u64,
+        hashes: u32,
+        key: HashKey,
+    ) -> Result<(), BloomError> {
         let sizing = Sizing::classic(self.expected_items, self.false_positive_rate)?;
         if expected_items != self.expected_items
             || bits != sizing.bits

@@ -98,7 +98,11 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
     /// # Examples
     ///
     /// See [`ShardedFilter`].
-    pub fn bootstrap(table: PartitionTable<H>, node: NodeId, params: S::Params) -> Result<Self, Error> {
+    pub fn bootstrap(
+        table: PartitionTable<H>,
+        node: NodeId,
+        params: S::Params,
+    ) -> Result<Self, Error> {
         if !table.contains_node(node) {
             return Err(Error::UnknownNode(node));
         }
@@ -130,7 +134,11 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
     /// # Examples
     ///
     /// See [`ShardedFilter`].
-    pub fn joining(table: PartitionTable<H>, node: NodeId, params: S::Params) -> Result<Self, Error> {
+    pub fn joining(
+        table: PartitionTable<H>,
+        node: NodeId,
+        params: S::Params,
+    ) -> Result<Self, Error> {
         if table.contains_node(node) {
             return Err(Error::DuplicateNode(node));
         }
@@ -356,7 +364,9 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
         let mut moved = vec![false; self.shards.len()];
         for mv in migration.moves() {
             let Some(flag) = moved.get_mut(mv.vnode.index()) else {
-                return Err(Error::MigrationMismatch("a move names a virtual node out of range"));
+                return Err(Error::MigrationMismatch(
+                    "a move names a virtual node out of range",
+                ));
             };
             if *flag {
                 return Err(Error::MigrationMismatch("a virtual node moves twice"));
@@ -385,7 +395,9 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
         let mut transfers = Vec::new();
         for mv in migration.outgoing(self.node) {
             let Slot::Ready(shard) = &self.shards[mv.vnode.index()] else {
-                return Err(Error::MigrationMismatch("this node lacks a shard it must send"));
+                return Err(Error::MigrationMismatch(
+                    "this node lacks a shard it must send",
+                ));
             };
             transfers.push(ShardTransfer {
                 vnode: mv.vnode,
@@ -420,7 +432,9 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
     /// See [`begin_migration`](Self::begin_migration).
     pub fn import(&mut self, transfer: &ShardTransfer) -> Result<(), Error> {
         if transfer.to != self.node {
-            return Err(Error::MigrationMismatch("the shard is addressed to another node"));
+            return Err(Error::MigrationMismatch(
+                "the shard is addressed to another node",
+            ));
         }
         if transfer.epoch != self.table.epoch() {
             return Err(Error::StaleEpoch {

@@ -702,7 +702,10 @@ pub(crate) fn check_virtual_nodes(n: u64) -> Result<(), Error> {
     Ok(())
 }
 
-pub(crate) fn check_members(members: &BTreeMap<NodeId, u32>, virtual_nodes: u32) -> Result<(), Error> {
+pub(crate) fn check_members(
+    members: &BTreeMap<NodeId, u32>,
+    virtual_nodes: u32,
+) -> Result<(), Error> {
     if members.is_empty() {
         return Err(Error::NoNodes);
     }

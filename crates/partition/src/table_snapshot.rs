@@ -153,7 +153,14 @@ impl<H: ItemHasher> PartitionTable<H> {
                 _ => Err(bad("malformed previous owner")),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        PartitionTable::from_canonical(H::from_key(key), route_key, epoch, &nodes, &owners, previous)
+        PartitionTable::from_canonical(
+            H::from_key(key),
+            route_key,
+            epoch,
+            &nodes,
+            &owners,
+            previous,
+        )
     }
 
     /// The snapshot as bytes.
