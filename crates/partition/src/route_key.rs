@@ -48,8 +48,8 @@ impl RouteKey {
     /// The bytes of `key` that are hashed.
     ///
     /// For [`RouteKey::Host`], the authority after `scheme://` without user information and
-    /// port (an IPv6 literal keeps its brackets). A key without `://` is taken to be a host
-    /// already and used whole, so host lists and URLs route alike.
+    /// port (an IPv6 literal keeps its brackets). A key whose first `:` does not start `://` is
+    /// taken to be a host already and used whole, so host lists and URLs route alike.
     ///
     /// # Examples
     ///
@@ -69,10 +69,14 @@ impl RouteKey {
 }
 
 fn host(url: &[u8]) -> &[u8] {
-    let Some(start) = url.windows(3).position(|w| w == b"://") else {
+    // A scheme ends at the first ':' (schemes cannot contain one); only "scheme://" starts an
+    // authority. One byte search instead of a window scan keeps host routing cheap.
+    let Some(colon) = url.iter().position(|&b| b == b':') else {
         return url;
     };
-    let rest = &url[start + 3..];
+    let Some(rest) = url[colon + 1..].strip_prefix(b"//") else {
+        return url;
+    };
     let end = rest
         .iter()
         .position(|b| matches!(b, b'/' | b'?' | b'#'))
@@ -101,7 +105,7 @@ mod tests {
 
     #[test]
     fn host_forms() {
-        let cases: [(&[u8], &[u8]); 8] = [
+        let cases: [(&[u8], &[u8]); 9] = [
             (b"https://example.com/", b"example.com"),
             (b"https://example.com", b"example.com"),
             (b"https://a:b@example.com:443/p", b"example.com"),
@@ -110,6 +114,7 @@ mod tests {
             (b"http://[2001:db8::1/", b"[2001:db8::1"),
             (b"", b""),
             (b"https://", b""),
+            (b"example.com:8080", b"example.com:8080"),
         ];
         for (url, want) in cases {
             assert_eq!(
