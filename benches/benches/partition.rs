@@ -37,7 +37,13 @@ fn splitmix(mut z: u64) -> u64 {
 
 fn hosts(count: usize) -> Vec<String> {
     (0..count)
-        .map(|i| format!("www.site{}.example-{}.com", splitmix(i as u64) % 100_000_000, i % 97))
+        .map(|i| {
+            format!(
+                "www.site{}.example-{}.com",
+                splitmix(i as u64) % 100_000_000,
+                i % 97
+            )
+        })
         .collect()
 }
 
@@ -96,7 +102,9 @@ impl Ring {
     fn rebuild(&mut self, nodes: &[u32]) {
         let mut pts: Vec<(u64, u32)> = nodes
             .iter()
-            .flat_map(|&n| (0..self.replicas).map(move |i| (splitmix(u64::from(n) << 32 | u64::from(i)), n)))
+            .flat_map(|&n| {
+                (0..self.replicas).map(move |i| (splitmix(u64::from(n) << 32 | u64::from(i)), n))
+            })
             .collect();
         pts.sort_unstable();
         self.points = pts.iter().map(|p| p.0).collect();
@@ -137,7 +145,10 @@ struct Rendezvous {
 impl Rendezvous {
     fn new(nodes: &[u32]) -> Self {
         Self {
-            nodes: nodes.iter().map(|&n| (splitmix(u64::from(n) ^ 0xabcdef), n)).collect(),
+            nodes: nodes
+                .iter()
+                .map(|&n| (splitmix(u64::from(n) ^ 0xabcdef), n))
+                .collect(),
         }
     }
 
@@ -154,7 +165,8 @@ impl Rendezvous {
     }
 
     fn join(&mut self, node: u32) {
-        self.nodes.push((splitmix(u64::from(node) ^ 0xabcdef), node));
+        self.nodes
+            .push((splitmix(u64::from(node) ^ 0xabcdef), node));
     }
 
     fn leave(&mut self, node: u32) {
@@ -288,7 +300,10 @@ fn beyond_document(m: u32, hashes: &[u64]) {
     let mut doc = t.clone();
     let a = doc.leave(x).unwrap().len() + doc.join(NodeId(m + 1)).unwrap().len();
     let mut plan = t.clone();
-    let b = plan.apply([Change::leave(x), Change::join(NodeId(m + 1))]).unwrap().len();
+    let b = plan
+        .apply([Change::leave(x), Change::join(NodeId(m + 1))])
+        .unwrap()
+        .len();
     println!(
         "| M={m} | replace a node (leave + join): virtual nodes moved | {a} ({:.2}%) | {b} ({:.2}%) |",
         100.0 * a as f64 / 16384.0,
@@ -305,7 +320,9 @@ fn beyond_document(m: u32, hashes: &[u64]) {
     let worst = w
         .nodes()
         .iter()
-        .map(|n| (f64::from(n.virtual_nodes) - 16384.0 * f64::from(n.weight) / f64::from(total)).abs())
+        .map(|n| {
+            (f64::from(n.virtual_nodes) - 16384.0 * f64::from(n.weight) / f64::from(total)).abs()
+        })
         .fold(0.0, f64::max);
     let assignment = assign(|h| w.route_hash(h).1.0, hashes);
     let mut load: BTreeMap<u32, u64> = BTreeMap::new();
@@ -315,7 +332,9 @@ fn beyond_document(m: u32, hashes: &[u64]) {
     let worst_load = w
         .nodes()
         .iter()
-        .map(|n| load[&n.id.0] as f64 / (hashes.len() as f64 * f64::from(n.weight) / f64::from(total)))
+        .map(|n| {
+            load[&n.id.0] as f64 / (hashes.len() as f64 * f64::from(n.weight) / f64::from(total))
+        })
         .fold(0.0, f64::max);
     println!(
         "| M={m} | weights 1..4: worst distance of a count from its exact share; worst load over weighted share | n/a | {worst:.2} vnodes, {worst_load:.3} |"
@@ -324,14 +343,26 @@ fn beyond_document(m: u32, hashes: &[u64]) {
 
 fn print_quality() {
     let hasher = SipHash13::new(KEY);
-    let hashes: Vec<u64> = hosts(HOSTS).iter().map(|h| hasher.hash(h.as_bytes()).h1).collect();
+    let hashes: Vec<u64> = hosts(HOSTS)
+        .iter()
+        .map(|h| hasher.hash(h.as_bytes()).h1)
+        .collect();
     println!("\nPartitioning quality over {HOSTS} hosts (max/mean load; fraction of keys moved)");
     for m in [10u32, 100] {
-        println!("\nM = {m} (join adds node {}, leave removes node {}; ideal join {:.4}, leave {:.4})", m + 1, m / 2, 1.0 / f64::from(m + 1), 1.0 / f64::from(m));
+        println!(
+            "\nM = {m} (join adds node {}, leave removes node {}; ideal join {:.4}, leave {:.4})",
+            m + 1,
+            m / 2,
+            1.0 / f64::from(m + 1),
+            1.0 / f64::from(m)
+        );
         println!("| scheme | max/mean load | moved on join | moved on leave |");
         println!("|---|---|---|---|");
         for r in quality_rows(m, &hashes) {
-            println!("| {} | {:.4} | {:.4} | {:.4} |", r.name, r.load, r.join, r.leave);
+            println!(
+                "| {} | {:.4} | {:.4} | {:.4} |",
+                r.name, r.load, r.join, r.leave
+            );
         }
     }
     println!("\nBeyond the document (N = 16384)");
@@ -395,10 +426,14 @@ fn bench_route(c: &mut Criterion) {
             };
         }
         scheme_str!("vnode-table-16384", |k: &String| ours.route(k).1.0);
-        scheme_str!("jump", |k: &String| jump.route(hasher.hash(k.as_bytes()).h1));
-        scheme_str!("ring-100", |k: &String| ring100.route(hasher.hash(k.as_bytes()).h1));
-        scheme_str!("ring-256", |k: &String| ring256.route(hasher.hash(k.as_bytes()).h1));
-        scheme_str!("rendezvous", |k: &String| hrw.route(hasher.hash(k.as_bytes()).h1));
+        scheme_str!("jump", |k: &String| jump
+            .route(hasher.hash(k.as_bytes()).h1));
+        scheme_str!("ring-100", |k: &String| ring100
+            .route(hasher.hash(k.as_bytes()).h1));
+        scheme_str!("ring-256", |k: &String| ring256
+            .route(hasher.hash(k.as_bytes()).h1));
+        scheme_str!("rendezvous", |k: &String| hrw
+            .route(hasher.hash(k.as_bytes()).h1));
         g.finish();
     }
 }

@@ -7,7 +7,7 @@ use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
 use crate::{Error, NodeId, PartitionTable, RouteKey};
 
 /// The default number of virtual nodes: Redis Cluster's 16384 slots. Large enough that
-/// balance is within 1% up to 160 nodes, small enough (32 KiB of 2-byte entries) to stay in
+/// balance is within 1% up to 160 nodes, small enough (64 KiB of 4-byte owners) to stay in
 /// the L1/L2 cache while routing.
 pub const DEFAULT_VIRTUAL_NODES: u32 = 16384;
 

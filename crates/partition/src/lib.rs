@@ -48,7 +48,7 @@
 //! # Design choices
 //!
 //! * **Routing is a mask.** N is a power of two; the virtual node is the low `log2 N` bits of
-//!   the keyed 64-bit hash `h1`, the owner a 2-byte entry of a 32 KiB array (N = 16384). From a
+//!   the keyed 64-bit hash `h1`, the owner a 4-byte entry of a 64 KiB array (N = 16384). From a
 //!   precomputed hash a lookup is about a nanosecond, faster than jump consistent hashing, hash
 //!   rings and rendezvous hashing (see `docs/benchmarks.md`).
 //! * **Keyed hashing**: the table's SipHash-1-3 key is the cluster's secret, so nobody can
@@ -103,9 +103,10 @@ pub use sharded::{ShardedFilter, Verdict};
 pub use table::{NodeInfo, PartitionTable};
 pub use transfer::ShardTransfer;
 
-/// The largest number of virtual nodes a table accepts (2^20): owners are 2-byte entries, and
+/// The largest number of virtual nodes a table accepts (2^20): 4 MiB of owners, and
 /// a million virtual nodes already balance a thousand nodes within 0.1%.
 pub const MAX_VIRTUAL_NODES: u32 = 1 << 20;
 
-/// The largest number of real nodes a table holds (owners are 16-bit slots).
+/// The largest number of real nodes a table holds (snapshots store owners as 16-bit member
+/// indexes).
 pub const MAX_NODES: usize = 1 << 16;
