@@ -22,8 +22,11 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
+use url_dedup_bloom::BloomFilter;
 use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
-use url_dedup_partition::{Change, NodeId, PartitionTable, RouteKey};
+use url_dedup_partition::{
+    BloomShardParams, Change, NodeId, PartitionTable, RouteKey, Shard, ShardedFilter, Verdict,
+};
 
 const KEY: HashKey = HashKey::from_bytes(*b"bench-partition!");
 const HOSTS: usize = 1_000_000;
@@ -438,10 +441,70 @@ fn bench_route(c: &mut Criterion) {
     }
 }
 
+/// What sharding costs a node: one node owning all 16384 shards (1M URLs at 1%) against one
+/// classic filter of the same capacity, both queried by the same URLs.
+fn bench_sharded(c: &mut Criterion) {
+    const URLS: usize = 1_000_000;
+    let inserted = url_dedup_benches::urls(URLS, 1);
+    let absent = url_dedup_benches::urls(BATCH, 2);
+    let hits: Vec<&String> = inserted.iter().step_by(URLS / BATCH).take(BATCH).collect();
+
+    let table = table(1, 16384);
+    let params = BloomShardParams::for_total(URLS as u64, 16384, 0.01, KEY);
+    let mut sharded: ShardedFilter<BloomFilter> =
+        ShardedFilter::bootstrap(table, NodeId(1), params).unwrap();
+    let mut single = BloomFilter::builder()
+        .expected_items(URLS as u64)
+        .false_positive_rate(0.01)
+        .key(KEY)
+        .build()
+        .unwrap();
+    for u in &inserted {
+        sharded.check_and_insert(u);
+        single.check_and_insert(u);
+    }
+    let shard: BloomFilter = Shard::create(&params).unwrap();
+    let sharded_bits = shard.memory_bytes() as f64 * 8.0 * 16384.0 / URLS as f64;
+    let single_bits = single.memory_bytes() as f64 * 8.0 / URLS as f64;
+    let fp = url_dedup_benches::urls(100_000, 3)
+        .iter()
+        .filter(|u| sharded.contains(u) == Verdict::Seen)
+        .count();
+    println!(
+        "sharded filter: {sharded_bits:.2} bits/URL of shard bits (16384 shards), measured FPR {:.3}%; single classic filter: {single_bits:.2} bits/URL",
+        fp as f64 / 1000.0
+    );
+
+    let mut g = c.benchmark_group("filter_1M");
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.bench_function("sharded-16384/hit", |b| {
+        b.iter(|| {
+            hits.iter()
+                .filter(|u| sharded.contains(u) == Verdict::Seen)
+                .count()
+        })
+    });
+    g.bench_function("single-classic/hit", |b| {
+        b.iter(|| hits.iter().filter(|u| single.contains(u)).count())
+    });
+    g.bench_function("sharded-16384/miss", |b| {
+        b.iter(|| {
+            absent
+                .iter()
+                .filter(|u| sharded.contains(u) == Verdict::Seen)
+                .count()
+        })
+    });
+    g.bench_function("single-classic/miss", |b| {
+        b.iter(|| absent.iter().filter(|u| single.contains(u)).count())
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = bench_route
+    targets = bench_route, bench_sharded
 }
 
 fn main() {
