@@ -183,7 +183,7 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
         canon: Canonicalizer::default(),
         fetcher,
         state: Mutex::new(state),
-        router: Router::new(senders),
+        router: Router::new(senders)?,
         stop,
         started: AtomicU64::new(pages_before),
         limit_hit: AtomicBool::new(false),

@@ -25,6 +25,9 @@ pub(crate) enum CrawlError {
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Client(#[from] reqwest::Error),
+    /// The host-to-worker table could not be built.
+    #[error("partition table: {0}")]
+    Partition(#[from] url_dedup_partition::Error),
     /// The done-set filter could not be built.
     #[error("dedup filter: {0}")]
     Filter(#[from] url_dedup_bloom::Error),

@@ -1,12 +1,14 @@
-//! Which worker crawls which host: document 002's `Key = Transfer(host(url)) mod n`.
+//! Which worker crawls which host: document 002's `Key = Transfer(host(url)) mod n`, done by
+//! the workspace's partition table (document 000) with one node per worker.
 //!
 //! Every URL of a host goes to one worker, so that worker alone paces the host (one request at
-//! a time by default, the delay, robots.txt) without any lock shared with other workers.
-//! `Transfer` is the workspace's SipHash-1-3 with a fixed key, reduced by multiply-shift: a
-//! stable assignment, uniform over hosts.
+//! a time by default, the delay, robots.txt) without any lock shared with other workers. The
+//! table routes by host (`RouteKey::Host`: the authority without user information or port)
+//! through keyed SipHash and 16384 virtual nodes, so hosts spread evenly over the workers and
+//! nobody can craft host names that pile onto one worker.
 
 use tokio::sync::mpsc::UnboundedSender;
-use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13, reduce};
+use url_dedup_partition::{NodeId, PartitionTable, RouteKey};
 
 use crate::frontier::Job;
 
@@ -14,32 +16,30 @@ use crate::frontier::Job;
 #[derive(Debug)]
 pub(crate) struct Router {
     workers: Vec<UnboundedSender<Job>>,
-    hasher: SipHash13,
+    table: PartitionTable,
 }
 
 impl Router {
-    pub(crate) fn new(workers: Vec<UnboundedSender<Job>>) -> Self {
-        Self {
-            workers,
-            hasher: SipHash13::new(HashKey::from_bytes(*b"url-dedup-router")),
-        }
-    }
-
-    /// The worker of `host`.
-    pub(crate) fn worker_of(&self, host: &str) -> usize {
-        owner(&self.hasher, host, self.workers.len())
+    pub(crate) fn new(
+        workers: Vec<UnboundedSender<Job>>,
+    ) -> Result<Self, url_dedup_partition::Error> {
+        let table = table(workers.len())?;
+        Ok(Self { workers, table })
     }
 
     /// Queues `job` at its host's worker.
     pub(crate) fn route(&self, job: Job) {
-        let host = crate::state::host_key(&job.url);
+        let (_, node) = self.table.route(job.url.as_bytes());
         // A worker only goes away when the crawl is stopping; its jobs stay in the checkpoint.
-        let _ = self.workers[self.worker_of(&host)].send(job);
+        let _ = self.workers[node.0 as usize].send(job);
     }
 }
 
-fn owner(hasher: &SipHash13, host: &str, workers: usize) -> usize {
-    reduce(hasher.hash(host.as_bytes()).h1, workers as u64) as usize
+fn table(workers: usize) -> Result<PartitionTable, url_dedup_partition::Error> {
+    PartitionTable::builder()
+        .nodes((0..workers as u32).map(NodeId))
+        .route_by(RouteKey::Host)
+        .build()
 }
 
 #[cfg(test)]
@@ -47,13 +47,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hosts_spread_over_workers() {
-        let h = SipHash13::new(HashKey::from_bytes(*b"url-dedup-router"));
+    fn hosts_spread_over_workers_and_stay_put() {
+        let t = table(4).unwrap();
         let mut load = [0u32; 4];
         for i in 0..4000 {
-            load[owner(&h, &format!("host{i}.example:80"), 4)] += 1;
+            let (_, node) = t.route(format!("http://host{i}.example/a"));
+            load[node.0 as usize] += 1;
         }
         assert!(load.iter().all(|&n| (800..1200).contains(&n)), "{load:?}");
-        assert_eq!(owner(&h, "a:80", 4), owner(&h, "a:80", 4));
+        assert_eq!(
+            t.route("http://a.example/x").1,
+            t.route("https://a.example:8080/y?z").1
+        );
     }
 }
