@@ -13,8 +13,9 @@
 //! 1. **Extraction** ([`links`]): one streaming `lol_html` pass over each page takes links only
 //!    from `a`, `area`, `link` (`href`) and `frame`, `iframe` (`src`), honours `<base href>` and,
 //!    optionally, `rel="nofollow"`; the same pass rewrites links for the offline mirror.
-//! 2. **Canonicalization** ([`canonical`]): one spelling per page (fragments, tracking and
-//!    session parameters, query order, case, default ports, dot segments).
+//! 2. **Canonicalization** ([`canonical`], backed by `url_dedup_canon`): one spelling per page
+//!    (fragments, tracking and session parameters, query order, case, default ports, dot
+//!    segments, percent-encoding).
 //! 3. **Scope and traps** ([`scope`], [`traps`]): same host, same registrable domain or a URL
 //!    prefix; URL length, `/` count, depth and a per-host budget. Every skip is reported with
 //!    its reason ([`skip`], `skipped.tsv`).
@@ -22,7 +23,8 @@
 //!    `check_and_insert` on a keyed `url_dedup_bloom::BloomFilter`, under the lock that also
 //!    journals the admission, so a URL is admitted exactly once.
 //! 5. **Run queue** ([`frontier`], [`router`], [`worker`]): breadth-first; hosts are assigned to
-//!    workers by a hash of the host (document 002's `Transfer(host) mod n`); each host gets one
+//!    workers by `url_dedup_partition`'s table (document 002's `Transfer(host) mod n`); each
+//!    host gets one
 //!    request at a time (`--per-host`), a delay, and its robots.txt rules ([`robots`]),
 //!    including `Crawl-delay` and `Sitemap` ([`sitemap`]).
 //! 6. **Fetch** ([`fetch`], [`content_coding`]): reqwest over rustls, timeouts, no automatic
