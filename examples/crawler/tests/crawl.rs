@@ -317,7 +317,7 @@ fn slow_and_failing_servers() {
         "/" => Reply::html(
             r#"<a href="/slow">slow</a><a href="/boom">boom</a><a href="/ok">ok</a><a href="http://127.0.0.1:1/refused">refused</a>"#,
         ),
-        "/slow" => Reply::html("late").delayed(Duration::from_secs(5)),
+        "/slow" => Reply::html("late").delayed(Duration::from_secs(60)),
         "/boom" => Reply::new(500, "text/html", b"internal error".to_vec()),
         "/ok" => Reply::html("ok"),
         _ => Reply::not_found(),
@@ -460,4 +460,37 @@ fn bad_input_is_a_clear_error() {
         b"URLDEDUP garbage",
         "a damaged checkpoint is left as it was"
     );
+}
+
+#[test]
+fn hosts_run_in_parallel_each_one_request_at_a_time() {
+    let slow_site = || {
+        Site::start(|target, _| match target {
+            "/" => Reply::html(
+                (0..6)
+                    .map(|i| format!("<a href=\"/s/{i}\">x</a>"))
+                    .collect::<String>(),
+            ),
+            t if t.starts_with("/s/") => Reply::html("leaf").delayed(Duration::from_millis(100)),
+            _ => Reply::not_found(),
+        })
+    };
+    let (a, b) = (slow_site(), slow_site());
+    let (_tmp, out) = temp_out();
+    let output = common::crawler(&out)
+        .arg(a.url("/"))
+        .arg(b.url("/"))
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    for site in [&a, &b] {
+        assert_eq!(site.hits().len(), 8, "robots.txt, / and six pages");
+        assert_eq!(site.max_in_flight(), 1);
+    }
+    // Some request to one host was answered while a request to the other was open.
+    let overlap = a
+        .served()
+        .iter()
+        .any(|&(s1, e1)| b.served().iter().any(|&(s2, e2)| s1 < e2 && s2 < e1));
+    assert!(overlap, "the two hosts were crawled one after the other");
 }

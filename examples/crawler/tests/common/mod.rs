@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Response, StatusCode, Uri, header};
@@ -61,6 +61,7 @@ pub struct Site {
     hits: Arc<Mutex<BTreeMap<String, u32>>>,
     in_flight: Arc<AtomicUsize>,
     max_in_flight: Arc<AtomicUsize>,
+    served: Arc<Mutex<Vec<(Instant, Instant)>>>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -80,12 +81,19 @@ impl Site {
         let hits: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
         let in_flight = Arc::new(AtomicUsize::new(0));
         let max_in_flight = Arc::new(AtomicUsize::new(0));
+        let served: Arc<Mutex<Vec<(Instant, Instant)>>> = Arc::default();
         let handler: Arc<Handler> = Arc::new(handler);
-        let (h, f, m) = (hits.clone(), in_flight.clone(), max_in_flight.clone());
+        let (h, f, m, sv) = (
+            hits.clone(),
+            in_flight.clone(),
+            max_in_flight.clone(),
+            served.clone(),
+        );
         let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
-            let (handler, hits, in_flight, max) =
-                (handler.clone(), h.clone(), f.clone(), m.clone());
+            let (handler, hits, in_flight, max, served) =
+                (handler.clone(), h.clone(), f.clone(), m.clone(), sv.clone());
             async move {
+                let began = Instant::now();
                 let target = uri
                     .path_and_query()
                     .map_or("/".to_owned(), |p| p.as_str().to_owned());
@@ -97,6 +105,7 @@ impl Site {
                     tokio::time::sleep(reply.delay).await;
                 }
                 in_flight.fetch_sub(1, Ordering::SeqCst);
+                served.lock().unwrap().push((began, Instant::now()));
                 let mut r = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
                 for (name, value) in &reply.headers {
                     r = r.header(*name, value);
@@ -110,6 +119,7 @@ impl Site {
             hits,
             in_flight,
             max_in_flight,
+            served,
             _runtime: runtime,
         }
     }
@@ -125,6 +135,11 @@ impl Site {
 
     pub fn hit(&self, path: &str) -> u32 {
         self.hits().get(path).copied().unwrap_or(0)
+    }
+
+    /// When each request was received and answered.
+    pub fn served(&self) -> Vec<(Instant, Instant)> {
+        self.served.lock().unwrap().clone()
     }
 
     /// Most requests the site served at once.
