@@ -4,6 +4,7 @@
 # requests for URLs that do not exist, wall time, pages/s and peak RSS.
 #
 #   bash benches/crawl-vs-wget.sh [PAGES]      # default 20000
+#   CRAWLER=target/release/crawler bash benches/crawl-vs-wget.sh   # no rebuild
 #
 # httrack is given HTTRACK_SECONDS (default 60) per run and killed after that: on this machine
 # it fetches about one page per second per connection even with its throttles lifted, so a full
@@ -29,9 +30,12 @@ if ((${#need[@]})); then
 fi
 export PATH="$PATH:/usr/sbin"
 
-echo "building the crawler (release)" >&2
-cargo build --release -q -p url-dedup-crawler 2>/dev/null || cargo build --release -p url-dedup-crawler
-CRAWLER=$PWD/target/release/crawler
+# CRAWLER=path/to/crawler skips the build.
+if [ -z "${CRAWLER:-}" ]; then
+  echo "building the crawler (release)" >&2
+  cargo build --release -q -p url-dedup-crawler 2>/dev/null || cargo build --release -p url-dedup-crawler
+  CRAWLER=$PWD/target/release/crawler
+fi
 
 echo "generating a $PAGES-page site" >&2
 python3 - "$WORK/site" "$PAGES" <<'PY'
