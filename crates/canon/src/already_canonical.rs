@@ -64,10 +64,7 @@ fn authority(auth: &[u8], https: bool, policy: &Policy) -> bool {
             && port.len() <= 5
             && port[0] != b'0'
             && port.iter().all(u8::is_ascii_digit)
-            && port
-                .iter()
-                .fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'))
-                <= 65_535
+            && port.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')) <= 65_535
             && port != default;
         if !valid {
             return false;
@@ -190,8 +187,7 @@ fn query(query: &[u8], policy: &Policy) -> bool {
     let mut previous = "";
     for pair in query.split('&') {
         let name = param_name(pair);
-        if pair.is_empty() || policy.drops_param(name) || (policy.sort_query && name < previous)
-        {
+        if pair.is_empty() || policy.drops_param(name) || (policy.sort_query && name < previous) {
             return false;
         }
         previous = name;

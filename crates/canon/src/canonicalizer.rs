@@ -129,7 +129,11 @@ impl Canonicalizer {
     /// Parses with the WHATWG parser (case, IDNA, IPv4 forms, default ports, dot segments,
     /// empty path, encoding of illegal characters), then applies what the parser leaves
     /// alone: percent-encoding normalization and the policy's crawler options.
-    pub(crate) fn canonicalize_slow(&self, input: &str, out: &mut String) -> Result<(), CanonError> {
+    pub(crate) fn canonicalize_slow(
+        &self,
+        input: &str,
+        out: &mut String,
+    ) -> Result<(), CanonError> {
         let policy = &self.policy;
         let url = Url::parse(input).map_err(|e| match e {
             url::ParseError::RelativeUrlWithoutBase => CanonError::NotAbsolute,

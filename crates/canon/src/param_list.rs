@@ -100,9 +100,28 @@ impl ParamList {
     /// ```
     pub fn tracking() -> Self {
         Self::new([
-            "utm_*", "pk_*", "mtm_*", "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "msclkid",
-            "fbclid", "yclid", "ttclid", "twclid", "li_fat_id", "igshid", "mc_eid", "mc_cid",
-            "_hsenc", "_hsmi", "mkt_tok", "_ga", "_gl",
+            "utm_*",
+            "pk_*",
+            "mtm_*",
+            "gclid",
+            "gclsrc",
+            "dclid",
+            "gbraid",
+            "wbraid",
+            "msclkid",
+            "fbclid",
+            "yclid",
+            "ttclid",
+            "twclid",
+            "li_fat_id",
+            "igshid",
+            "mc_eid",
+            "mc_cid",
+            "_hsenc",
+            "_hsmi",
+            "mkt_tok",
+            "_ga",
+            "_gl",
         ])
     }
 

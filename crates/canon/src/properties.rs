@@ -10,7 +10,14 @@ use crate::{Canonicalizer, ParamList, Policy, TrailingSlash, already_canonical};
 /// of unreserved and reserved octets, tracking and session parameters, fragments.
 fn url_like() -> impl Strategy<Value = String> {
     let scheme = prop::sample::select(vec![
-        "http://", "https://", "HTTP://", "HtTpS://", "ftp://", "http:/", "", "http:\\\\",
+        "http://",
+        "https://",
+        "HTTP://",
+        "HtTpS://",
+        "ftp://",
+        "http:/",
+        "",
+        "http:\\\\",
     ]);
     let host = prop_oneof![
         "[a-z0-9]{1,6}(\\.[a-z0-9-]{1,6}){0,3}",
@@ -36,7 +43,11 @@ fn url_like() -> impl Strategy<Value = String> {
         "[ !$&'()*+,;=:@{}|^`\"<>é%]{1,3}",
     ];
     let path = prop::collection::vec(segment, 0..5).prop_map(|s| {
-        if s.is_empty() { String::new() } else { format!("/{}", s.join("/")) }
+        if s.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", s.join("/"))
+        }
     });
     let pair = prop_oneof![
         "(a|b|c|utm_source|UTM_Medium|sid|gclid|q)=[a-z0-9%+ ']{0,4}",
@@ -183,7 +194,6 @@ fn the_fast_check_accepts_common_canonical_urls() {
         assert!(already_canonical::check(url, &policy), "{url}");
     }
 }
-
 
 #[test]
 fn near_canonical_inputs_exercise_the_fast_check() {

@@ -37,7 +37,10 @@ fn rfc(input: &str) -> String {
 fn rfc3986_6_2_2_1_case_normalization() {
     // Scheme and host are case-insensitive; hex digits of percent-encodings are upper case.
     assert_eq!(rfc("HTTP://www.EXAMPLE.com/"), "http://www.example.com/");
-    assert_eq!(rfc("http://example.com/a%3ab%2fc"), "http://example.com/a%3Ab%2Fc");
+    assert_eq!(
+        rfc("http://example.com/a%3ab%2fc"),
+        "http://example.com/a%3Ab%2Fc"
+    );
     // The path is case-sensitive and left alone.
     assert_eq!(rfc("http://example.com/Path"), "http://example.com/Path");
 }
@@ -60,7 +63,10 @@ fn rfc3986_6_2_2_2_percent_encoding_normalization() {
 fn rfc3986_6_2_2_syntax_based_example() {
     // Section 6.2.2: `eXAMPLE://a/./b/../b/%63/%7bfoo%7d` is equivalent to
     // `example://a/b/c/%7Bfoo%7D` (here with the http scheme).
-    assert_eq!(rfc("hTTP://a/./b/../b/%63/%7bfoo%7d"), "http://a/b/c/%7Bfoo%7D");
+    assert_eq!(
+        rfc("hTTP://a/./b/../b/%63/%7bfoo%7d"),
+        "http://a/b/c/%7Bfoo%7D"
+    );
 }
 
 #[test]
@@ -85,12 +91,18 @@ fn rfc3986_6_2_3_scheme_based_normalization() {
     assert_eq!(rfc("https://example.com:443/x"), "https://example.com/x");
     assert_eq!(rfc("http://example.com:443/x"), "http://example.com:443/x");
     // `/data` and `/data/` may be different resources: the default policy keeps both.
-    assert_ne!(rfc("http://example.com/data"), rfc("http://example.com/data/"));
+    assert_ne!(
+        rfc("http://example.com/data"),
+        rfc("http://example.com/data/")
+    );
 }
 
 #[test]
 fn rfc3986_fragment_is_not_part_of_the_resource() {
-    assert_eq!(rfc("http://example.com/a#section-2"), "http://example.com/a");
+    assert_eq!(
+        rfc("http://example.com/a#section-2"),
+        "http://example.com/a"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
