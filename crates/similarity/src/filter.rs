@@ -366,7 +366,7 @@ impl SimilarityFilter {
             // Document 004: the 128-bit MD5 value mod N selects the bit.
             let bit = i as u64 * self.region_bits + (value % u128::from(self.region_bits)) as u64;
             positions[i] = bit;
-            mask |= u64::from(self.words[(bit / 64) as usize] >> (bit % 64) & 1) << i;
+            mask |= (self.words[(bit / 64) as usize] >> (bit % 64) & 1) << i;
         }
         let matches = Matches::new(mask, self.features.len());
         if matches.all() {
