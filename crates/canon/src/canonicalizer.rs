@@ -181,15 +181,10 @@ impl Canonicalizer {
             out.push_str(&port.to_string());
         }
         let path_start = out.len();
-        let mut path = String::with_capacity(url.path().len());
-        percent::normalize_into(url.path(), &mut path, policy.lowercase_path);
-        path::apply_policy(&mut path, policy);
-        out.push_str(&path);
-        debug_assert!(out[path_start..].starts_with('/'));
+        percent::normalize_into(url.path(), out, policy.lowercase_path);
+        path::apply_policy(out, path_start, policy);
         if let Some(q) = url.query() {
-            let mut normalized = String::with_capacity(q.len());
-            percent::normalize_into(q, &mut normalized, false);
-            query::write(&normalized, policy, out);
+            query::write(q, policy, out);
         }
         if !policy.remove_fragment
             && let Some(fragment) = url.fragment()
