@@ -30,11 +30,10 @@ pub(crate) fn write(query: &str, policy: &Policy, out: &mut String) {
     let mut previous = "";
     let clean = normalized.split('&').all(|pair| {
         let name = param_name(pair);
-        let keep = !pair.is_empty()
-            && !policy.drops_param(name)
-            && !(policy.sort_query && name < previous);
+        let drop =
+            pair.is_empty() || policy.drops_param(name) || (policy.sort_query && name < previous);
         previous = name;
-        keep
+        !drop
     });
     if clean && !(normalized.is_empty() && policy.drop_empty_query) {
         return;
