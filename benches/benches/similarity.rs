@@ -10,7 +10,7 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use url_dedup_bloom::BloomFilter;
-use url_dedup_similarity::{Preset, RegionSizing, SimilarityFilter};
+use url_dedup_similarity::{FeatureHash, Preset, RegionSizing, SimilarityFilter};
 
 const URLS: usize = 100_000;
 const BATCH: usize = 1_000;
@@ -68,6 +68,7 @@ fn bench(c: &mut Criterion) {
             .false_positive_rate(0.01)
             .preset(preset)
             .region_sizing(sizing)
+            .feature_hash(hash)
             .build()
             .expect("valid sizing");
         run(name, Box::new(move |u| filter.check_and_insert(u).is_new()));

@@ -41,7 +41,8 @@
 //!
 //! * **Keyed MD5 by default.** Plain MD5 positions are public, so anyone can pick URLs that
 //!   set chosen bits and make a crawler skip real pages. A random 16-byte key is absorbed
-//!   before each value (`MD5(key ‖ value)`).
+//!   before each value (`MD5(key ‖ value)`). [`FeatureHash::SipHash13`] swaps MD5 for the
+//!   workspace's keyed SipHash-1-3, which is faster (see `docs/benchmarks.md`).
 //! * **Regions sized per feature.** The document computes `M = -k ln P / (ln 2)^2` bits
 //!   ([`url_dedup_bloom::sizing::optimal_bits`]), splits them into `F` regions of `N = M / F`
 //!   bits and sets one bit per value; `P` then bounds only URLs whose `F` values are *all*
@@ -85,6 +86,7 @@
 pub mod builtin;
 mod error;
 mod feature;
+mod feature_hash;
 mod filter;
 mod persist;
 mod preset;
@@ -96,6 +98,7 @@ mod verdict;
 
 pub use error::Error;
 pub use feature::Feature;
+pub use feature_hash::FeatureHash;
 pub use filter::{Builder, MAX_FEATURES, SimilarityFilter};
 pub use preset::Preset;
 pub use region_sizing::RegionSizing;
