@@ -46,21 +46,30 @@ fn bench(c: &mut Criterion) {
         "exact BloomFilter (SipHash-1-3)",
         Box::new(move |u| exact.check_and_insert(u)),
     );
-    for (name, preset, sizing) in [
+    for (name, preset, sizing, hash) in [
         (
             "Document004, document sizing",
             Preset::Document004,
             RegionSizing::Document004,
+            FeatureHash::Md5,
         ),
         (
             "Document004, per-feature sizing",
             Preset::Document004,
             RegionSizing::PerFeature,
+            FeatureHash::Md5,
         ),
         (
             "Crawler, per-feature sizing",
             Preset::Crawler,
             RegionSizing::PerFeature,
+            FeatureHash::Md5,
+        ),
+        (
+            "Crawler, per-feature sizing, SipHash-1-3",
+            Preset::Crawler,
+            RegionSizing::PerFeature,
+            FeatureHash::SipHash13,
         ),
     ] {
         let mut filter = SimilarityFilter::builder()

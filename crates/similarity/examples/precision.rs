@@ -42,10 +42,13 @@ struct Tally {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/real-urls.txt"));
+    let (path, shown) = match std::env::args().nth(1) {
+        Some(arg) => (PathBuf::from(&arg), arg),
+        None => (
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/real-urls.txt"),
+            "crates/similarity/data/real-urls.txt".to_owned(),
+        ),
+    };
     let text = std::fs::read_to_string(&path)?;
     let strict = {
         let mut p = Policy::default();
@@ -63,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map_or_else(|_| line.to_owned(), |c| c.into_owned()),
         })
         .collect();
-    println!("### Real URL list: `{}`\n", path.display());
+    println!("### Real URL list: `{shown}`\n");
     report(&real);
     println!("\n### Generated site with known near-duplicates\n");
     report(&generated_site());
