@@ -70,6 +70,14 @@
 //! * **Snapshots** in the workspace's versioned, checksummed format
 //!   ([`SimilarityFilter::write_to`]), and serde behind the `serde` feature.
 //!
+//! # Cost
+//!
+//! One hash per feature per URL: measured with
+//! `cargo bench -p url-dedup-benches --bench similarity` (`docs/benchmarks.md`), the document's
+//! preset costs 2.5 times a bare `url::Url::parse` of the same URL, the crawler preset 6.2 times
+//! with MD5 and 2.1 times with [`FeatureHash::SipHash13`]. Memory: 9.6 bits per URL for the
+//! document's layout at 1%, 9.6 per feature with per-feature sizing (67 for the crawler preset).
+//!
 //! # Input
 //!
 //! Features are read from the URL text ([`UrlParts`]), so feed canonical URLs (see the
