@@ -10,6 +10,10 @@
 /// Routing hashes the bytes as given: canonicalize URLs first (scheme and host case, default
 /// ports) so that equivalent URLs route alike.
 ///
+/// With [`RouteKey::Host`] a virtual node's load is the size of the sites that hash to it, not
+/// an even share: a [`ShardedFilter`](crate::ShardedFilter) routed by host needs shards sized
+/// for its largest sites.
+///
 /// # Examples
 ///
 /// ```

@@ -602,8 +602,10 @@ impl<H: ItemHasher> PartitionTable<H> {
         let n = owners.len() as u64;
         check_virtual_nodes(n)?;
         if previous.len() != owners.len() {
-            return Err(Error::MigrationMismatch(
-                "previous owners and owners differ in length",
+            return Err(Error::Snapshot(
+                url_dedup_bloom::snapshot::SnapshotError::InvalidParameters(
+                    "previous owners and owners differ in length",
+                ),
             ));
         }
         if nodes.windows(2).any(|w| w[0].0 >= w[1].0) {

@@ -1,0 +1,644 @@
+//! The [`SimilarityFilter`] and its [`Builder`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use url_dedup_bloom::HashKey;
+use url_dedup_bloom::sizing;
+
+use crate::feature_hash::ValueHasher;
+use crate::{
+    Error, Explanation, Feature, FeatureHash, Matches, Preset, RegionSizing, UrlParts, Verdict,
+};
+
+/// The most features one filter can have (one bit of a `u64` mask each).
+pub const MAX_FEATURES: usize = 64;
+
+/// The feature-similarity filter of document 004.
+///
+/// Each feature owns a region of `N` bits. For a URL, every feature's value is hashed with
+/// MD5 (prefixed with a secret key unless the filter is [unkeyed](Builder::unkeyed)); the
+/// digest selects the value's bits in its region (one bit, `MD5 mod N`, under
+/// [`RegionSizing::Document004`]; the optimal number of a classic Bloom filter under
+/// [`RegionSizing::PerFeature`]). A feature matches when all its bits are set. If every
+/// feature matches the URL is [`Verdict::Similar`]; otherwise it is [`Verdict::New`] and
+/// [`check_and_insert`](Self::check_and_insert) sets the bits.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Preset, SimilarityFilter};
+///
+/// let mut filter = SimilarityFilter::builder()
+///     .expected_items(100_000)
+///     .false_positive_rate(0.01)
+///     .preset(Preset::Crawler)
+///     .build()?;
+/// assert!(filter.check_and_insert("https://shop.example/item/42?color=red").is_new());
+/// // Same page, other query values: similar.
+/// assert!(filter.check_and_insert("https://shop.example/item/42?color=blue").is_similar());
+/// // Another item: new.
+/// assert!(filter.check_and_insert("https://shop.example/item/43?color=red").is_new());
+/// # Ok::<(), url_dedup_similarity::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct SimilarityFilter {
+    pub(crate) features: Vec<Arc<dyn Feature>>,
+    pub(crate) region_bits: u64,
+    pub(crate) hashes: u32,
+    pub(crate) sizing: RegionSizing,
+    pub(crate) words: Vec<u64>,
+    pub(crate) key: Option<HashKey>,
+    pub(crate) hash: FeatureHash,
+    hasher: ValueHasher,
+    pub(crate) expected_items: u64,
+    pub(crate) fpr: f64,
+    pub(crate) items: u64,
+    scratch: Vec<u8>,
+    positions: Vec<u64>,
+}
+
+/// Builds a [`SimilarityFilter`] from the two numbers document 004 asks of its user.
+///
+/// Defaults: one million expected URLs, false-positive rate 0.01, [`Preset::Crawler`],
+/// [`RegionSizing::PerFeature`], [`FeatureHash::Md5`], a random key.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Preset, SimilarityFilter};
+///
+/// let filter = SimilarityFilter::builder()
+///     .expected_items(1_000_000)
+///     .false_positive_rate(0.001)
+///     .preset(Preset::Document004)
+///     .build()?;
+/// assert_eq!(filter.features().count(), 4);
+/// // Each region is a classic filter for 10^6 values at 0.1% (k = 10 rounds from 9.97).
+/// assert!((filter.expected_false_positive_rate() - 0.001).abs() < 0.00002);
+/// # Ok::<(), url_dedup_similarity::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    expected_items: u64,
+    fpr: f64,
+    features: Vec<Arc<dyn Feature>>,
+    key: Option<HashKey>,
+    region_bits: Option<u64>,
+    sizing: RegionSizing,
+    hash: FeatureHash,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            expected_items: 1_000_000,
+            fpr: 0.01,
+            features: Preset::Crawler.features(),
+            key: Some(HashKey::random()),
+            region_bits: None,
+            sizing: RegionSizing::PerFeature,
+            hash: FeatureHash::Md5,
+        }
+    }
+}
+
+impl Builder {
+    /// `k`: how many URLs the filter will see (default one million).
+    ///
+    /// # Examples
+    ///
+    /// See [`Builder`].
+    pub fn expected_items(mut self, items: u64) -> Self {
+        self.expected_items = items;
+        self
+    }
+
+    /// `P`: the acceptable rate of URLs judged similar only because of hash collisions
+    /// (default 0.01).
+    ///
+    /// # Examples
+    ///
+    /// See [`Builder`].
+    pub fn false_positive_rate(mut self, fpr: f64) -> Self {
+        self.fpr = fpr;
+        self
+    }
+
+    /// Use a preset's features.
+    ///
+    /// # Examples
+    ///
+    /// See [`Builder`].
+    pub fn preset(mut self, preset: Preset) -> Self {
+        self.features = preset.features();
+        self
+    }
+
+    /// Use these features, in this order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use url_dedup_similarity::{SimilarityFilter, builtin};
+    ///
+    /// let f = SimilarityFilter::builder()
+    ///     .features(vec![Arc::new(builtin::Site), Arc::new(builtin::PathTemplate)])
+    ///     .build()?;
+    /// assert_eq!(f.features().collect::<Vec<_>>(), ["site", "path_template"]);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn features(mut self, features: Vec<Arc<dyn Feature>>) -> Self {
+        self.features = features;
+        self
+    }
+
+    /// Key the MD5 hashes with `key` (for a filter shared between processes); the default is
+    /// a random key, so that nobody can craft URLs that collide in the filter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::SimilarityFilter;
+    /// use url_dedup_bloom::HashKey;
+    ///
+    /// let f = SimilarityFilter::builder().hash_key(HashKey::from_bytes([1; 16])).build()?;
+    /// assert_eq!(f.hash_key(), Some(HashKey::from_bytes([1; 16])));
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn hash_key(mut self, key: HashKey) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// Hash feature values with plain MD5, exactly as document 004 does. Bit positions are
+    /// then predictable: use only for trusted input or to reproduce the document.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_similarity::SimilarityFilter::builder().unkeyed().build()?;
+    /// assert_eq!(f.hash_key(), None);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn unkeyed(mut self) -> Self {
+        self.key = None;
+        self
+    }
+
+    /// How regions are sized (default [`RegionSizing::PerFeature`]).
+    ///
+    /// # Examples
+    ///
+    /// See [`RegionSizing`].
+    pub fn region_sizing(mut self, sizing: RegionSizing) -> Self {
+        self.sizing = sizing;
+        self
+    }
+
+    /// The hash applied to feature values (default [`FeatureHash::Md5`], the document's).
+    ///
+    /// # Examples
+    ///
+    /// See [`FeatureHash`].
+    pub fn feature_hash(mut self, hash: FeatureHash) -> Self {
+        self.hash = hash;
+        self
+    }
+
+    /// Set the region size `N` directly instead of deriving it from `k` and `P`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_similarity::SimilarityFilter::builder().region_bits(1024).build()?;
+    /// assert_eq!(f.region_bits(), 1024);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn region_bits(mut self, bits: u64) -> Self {
+        self.region_bits = Some(bits);
+        self
+    }
+
+    /// Builds the filter.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sizing`] when `k` is zero or `P` is not strictly between 0 and 1;
+    /// [`Error::InvalidParameters`] for no features, more than [`MAX_FEATURES`], or a zero
+    /// region; [`Error::OutOfMemory`] when the bits cannot be allocated.
+    ///
+    /// # Examples
+    ///
+    /// See [`Builder`].
+    pub fn build(self) -> Result<SimilarityFilter, Error> {
+        let f = check_feature_count(self.features.len())?;
+        let (region_bits, hashes) = match self.region_bits {
+            Some(bits) => {
+                // Still validates `k` and `P`, which are recorded.
+                sizing::optimal_bits(self.expected_items, self.fpr)?;
+                (bits, self.sizing.hashes_for(bits, self.expected_items))
+            }
+            None => self.sizing.size(self.expected_items, self.fpr, f)?,
+        };
+        let words = words_for(region_bits, f)?;
+        let mut bits = Vec::new();
+        bits.try_reserve_exact(words as usize)
+            .map_err(|_| Error::OutOfMemory { bytes: words * 8 })?;
+        bits.resize(words as usize, 0);
+        Ok(SimilarityFilter::from_parts(
+            self.features,
+            (region_bits, hashes, self.sizing),
+            bits,
+            (self.key, self.hash),
+            self.expected_items,
+            self.fpr,
+            0,
+        ))
+    }
+}
+
+pub(crate) fn check_feature_count(count: usize) -> Result<u32, Error> {
+    if count == 0 {
+        return Err(Error::InvalidParameters("at least one feature is needed"));
+    }
+    if count > MAX_FEATURES {
+        return Err(Error::InvalidParameters(
+            "at most 64 features are supported",
+        ));
+    }
+    Ok(count as u32)
+}
+
+/// Words needed for `features` regions of `region_bits` bits.
+pub(crate) fn words_for(region_bits: u64, features: u32) -> Result<u64, Error> {
+    if region_bits == 0 {
+        return Err(Error::InvalidParameters(
+            "region size must be at least one bit",
+        ));
+    }
+    region_bits
+        .checked_mul(u64::from(features))
+        .map(|bits| bits.div_ceil(64))
+        .filter(|&words| words <= usize::MAX as u64 / 8)
+        .ok_or(Error::InvalidParameters("filter would be too large"))
+}
+
+impl SimilarityFilter {
+    /// A builder with the defaults documented on [`Builder`].
+    ///
+    /// # Examples
+    ///
+    /// See [`Builder`].
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(crate) fn from_parts(
+        features: Vec<Arc<dyn Feature>>,
+        (region_bits, hashes, sizing): (u64, u32, RegionSizing),
+        words: Vec<u64>,
+        (key, hash): (Option<HashKey>, FeatureHash),
+        expected_items: u64,
+        fpr: f64,
+        items: u64,
+    ) -> Self {
+        Self {
+            features,
+            region_bits,
+            hashes,
+            sizing,
+            words,
+            key,
+            hash,
+            hasher: ValueHasher::new(hash, key),
+            expected_items,
+            fpr,
+            items,
+            scratch: Vec::with_capacity(256),
+            positions: Vec::new(),
+        }
+    }
+
+    /// Checks `url` and records it when it is new.
+    ///
+    /// # Examples
+    ///
+    /// See [`SimilarityFilter`].
+    pub fn check_and_insert(&mut self, url: &str) -> Verdict {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut positions = std::mem::take(&mut self.positions);
+        let verdict = self.probe(url, &mut scratch, &mut positions);
+        if verdict.is_new() {
+            for &bit in &positions {
+                self.words[(bit / 64) as usize] |= 1 << (bit % 64);
+            }
+            self.items += 1;
+        }
+        self.scratch = scratch;
+        self.positions = positions;
+        verdict
+    }
+
+    /// Checks `url` without recording it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_similarity::SimilarityFilter::builder().build()?;
+    /// assert!(f.check("https://a.example/").is_new());
+    /// assert!(f.check("https://a.example/").is_new());
+    /// f.check_and_insert("https://a.example/");
+    /// assert!(f.check("https://a.example/").is_similar());
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn check(&self, url: &str) -> Verdict {
+        self.probe(url, &mut Vec::with_capacity(128), &mut Vec::new())
+    }
+
+    /// Computes every feature's bit positions into `positions` and which features matched.
+    fn probe(&self, url: &str, scratch: &mut Vec<u8>, positions: &mut Vec<u64>) -> Verdict {
+        let parts = UrlParts::parse(url);
+        positions.clear();
+        let mut mask = 0u64;
+        for (i, feature) in self.features.iter().enumerate() {
+            scratch.clear();
+            feature.write_value(&parts, scratch);
+            let (bit, halves) = self.hasher.hash(scratch, self.region_bits);
+            let base = i as u64 * self.region_bits;
+            let start = positions.len();
+            if self.hashes == 1 {
+                positions.push(base + bit);
+            } else {
+                positions.extend(
+                    halves
+                        .indexes(self.hashes, self.region_bits)
+                        .map(|bit| base + bit),
+                );
+            }
+            let matched = positions[start..]
+                .iter()
+                .all(|&bit| self.words[(bit / 64) as usize] >> (bit % 64) & 1 == 1);
+            mask |= u64::from(matched) << i;
+        }
+        let matches = Matches::new(mask, self.features.len());
+        if matches.all() {
+            Verdict::Similar(matches)
+        } else {
+            Verdict::New(matches)
+        }
+    }
+
+    /// The verdict with feature names, for logs and debugging.
+    ///
+    /// # Examples
+    ///
+    /// See [`Explanation`].
+    pub fn explain(&self, verdict: &Verdict) -> Explanation<'_> {
+        Explanation {
+            verdict: *verdict,
+            names: self.features().collect(),
+        }
+    }
+
+    /// The features' names, in order.
+    ///
+    /// # Examples
+    ///
+    /// See [`Builder::features`].
+    pub fn features(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.features.iter().map(|f| f.name())
+    }
+
+    /// Region size `N` in bits (one region per feature).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_similarity::SimilarityFilter::builder()
+    ///     .expected_items(1_000)
+    ///     .preset(url_dedup_similarity::Preset::Document004)
+    ///     .build()?;
+    /// assert_eq!(f.bits(), 4 * f.region_bits());
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn region_bits(&self) -> u64 {
+        self.region_bits
+    }
+
+    /// Bits each feature value sets in its region (1 under [`RegionSizing::Document004`]).
+    ///
+    /// # Examples
+    ///
+    /// See [`RegionSizing`].
+    pub fn hashes(&self) -> u32 {
+        self.hashes
+    }
+
+    /// How the regions were sized.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::{RegionSizing, SimilarityFilter};
+    ///
+    /// let f = SimilarityFilter::builder().build()?;
+    /// assert_eq!(f.region_sizing(), RegionSizing::PerFeature);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn region_sizing(&self) -> RegionSizing {
+        self.sizing
+    }
+
+    /// Total size in bits.
+    ///
+    /// # Examples
+    ///
+    /// See [`SimilarityFilter::region_bits`].
+    pub fn bits(&self) -> u64 {
+        self.region_bits * self.features.len() as u64
+    }
+
+    /// How many URLs were recorded as new.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_similarity::SimilarityFilter::builder().build()?;
+    /// f.check_and_insert("https://a.example/");
+    /// f.check_and_insert("https://a.example/");
+    /// assert_eq!(f.len(), 1);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn len(&self) -> u64 {
+        self.items
+    }
+
+    /// Whether no URL was recorded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(url_dedup_similarity::SimilarityFilter::builder().build()?.is_empty());
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.items == 0
+    }
+
+    /// The expected count `k` the filter was sized for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_similarity::SimilarityFilter::builder().expected_items(5).build()?;
+    /// assert_eq!(f.expected_items(), 5);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn expected_items(&self) -> u64 {
+        self.expected_items
+    }
+
+    /// Whether more URLs were recorded than the filter was sized for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_similarity::SimilarityFilter::builder().expected_items(1).build()?;
+    /// f.check_and_insert("https://a.example/1");
+    /// f.check_and_insert("https://b.example/2");
+    /// assert!(f.is_over_capacity());
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn is_over_capacity(&self) -> bool {
+        self.items > self.expected_items
+    }
+
+    /// The probability that one never-seen feature value is taken for seen once `k` distinct
+    /// values filled its region: the classic rate of one region, `(1 - e^(-h k/N))^h` with
+    /// `h` bits per value.
+    ///
+    /// # Examples
+    ///
+    /// See [`RegionSizing`].
+    pub fn expected_false_positive_rate(&self) -> f64 {
+        sizing::false_positive_rate(self.region_bits, self.hashes, self.expected_items)
+    }
+
+    /// The hash applied to feature values.
+    ///
+    /// # Examples
+    ///
+    /// See [`FeatureHash`].
+    pub fn feature_hash(&self) -> FeatureHash {
+        self.hash
+    }
+
+    /// The hash key, or `None` for an unkeyed (document-exact MD5) filter.
+    ///
+    /// # Examples
+    ///
+    /// See [`Builder::hash_key`].
+    pub fn hash_key(&self) -> Option<HashKey> {
+        self.key
+    }
+
+    /// Forgets every URL, keeping size, features and key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_similarity::SimilarityFilter::builder().build()?;
+    /// f.check_and_insert("https://a.example/");
+    /// f.clear();
+    /// assert!(f.is_empty() && f.check("https://a.example/").is_new());
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        self.words.fill(0);
+        self.items = 0;
+    }
+
+    pub(crate) fn raw_words(&self) -> &[u64] {
+        &self.words
+    }
+}
+
+impl fmt::Debug for SimilarityFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimilarityFilter")
+            .field("features", &self.features().collect::<Vec<_>>())
+            .field("region_bits", &self.region_bits)
+            .field("hashes", &self.hashes)
+            .field("items", &self.items)
+            .field("expected_items", &self.expected_items)
+            .field("keyed", &self.key.is_some())
+            .field("hash", &self.hash)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for SimilarityFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.features().eq(other.features())
+            && self.region_bits == other.region_bits
+            && self.hashes == other.hashes
+            && self.sizing == other.sizing
+            && self.key == other.key
+            && self.hash == other.hash
+            && self.expected_items == other.expected_items
+            && self.fpr.to_bits() == other.fpr.to_bits()
+            && self.items == other.items
+            && self.words == other.words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use md5::{Digest as _, Md5};
+
+    use super::*;
+
+    fn bit(words: &[u64], i: u64) -> bool {
+        words[(i / 64) as usize] >> (i % 64) & 1 == 1
+    }
+
+    #[test]
+    fn document_layout_is_plain_md5_mod_n_per_region() {
+        let mut f = SimilarityFilter::builder()
+            .expected_items(1_000)
+            .false_positive_rate(0.01)
+            .preset(Preset::Document004)
+            .region_sizing(RegionSizing::Document004)
+            .unkeyed()
+            .build()
+            .unwrap();
+        // M = ceil(-1000 ln 0.01 / ln2^2) = 9586 bits, N = M / 4.
+        assert_eq!(f.region_bits(), 9586_u64.div_ceil(4));
+        f.check_and_insert("http://a.example/news/2024/story.html");
+        let n = f.region_bits();
+        let values: [&[u8]; 4] = [b"a.example", b"4", b"news", b"story.html"];
+        for (i, value) in values.iter().enumerate() {
+            let md5 = u128::from_be_bytes(Md5::digest(value).into());
+            let expected = i as u64 * n + (md5 % u128::from(n)) as u64;
+            assert!(bit(&f.words, expected), "feature {i}");
+        }
+        assert_eq!(f.words.iter().map(|w| w.count_ones()).sum::<u32>(), 4);
+    }
+
+    #[test]
+    fn keyed_filters_use_other_bits() {
+        let build = |key| {
+            let mut f = SimilarityFilter::builder()
+                .expected_items(1_000)
+                .preset(Preset::Document004)
+                .hash_key(HashKey::from_bytes([key; 16]))
+                .build()
+                .unwrap();
+            f.check_and_insert("http://a.example/x");
+            f.words
+        };
+        assert_ne!(build(1), build(2));
+    }
+}
