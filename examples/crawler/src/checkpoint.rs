@@ -9,11 +9,12 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{BufReader, BufWriter, Read};
+use std::io::{BufRead, BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
 
 use url_dedup_bloom::BloomFilter;
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params};
+use url_dedup_similarity::SimilarityFilter;
 
 use crate::error::CrawlError;
 use crate::frontier::{Job, JobKind};
@@ -36,6 +37,8 @@ pub(crate) struct Checkpoint {
     pub(crate) pending: Vec<Job>,
     pub(crate) host_admitted: HashMap<String, u64>,
     pub(crate) seen: BloomFilter,
+    /// The similarity filter, when the crawl uses one.
+    pub(crate) similar: Option<SimilarityFilter>,
 }
 
 /// Borrowed state to write.
@@ -46,6 +49,7 @@ pub(crate) struct CheckpointRef<'a, I> {
     pub(crate) pending: I,
     pub(crate) host_admitted: &'a HashMap<String, u64>,
     pub(crate) seen: &'a BloomFilter,
+    pub(crate) similar: Option<&'a SimilarityFilter>,
 }
 
 pub(crate) fn path(dir: &Path) -> PathBuf {
@@ -106,6 +110,14 @@ pub(crate) fn write<'a>(
             path: tmp.clone(),
             reason: e.to_string(),
         })?;
+    if let Some(similar) = state.similar {
+        similar
+            .write_to(&mut out)
+            .map_err(|e| CrawlError::Checkpoint {
+                path: tmp.clone(),
+                reason: e.to_string(),
+            })?;
+    }
     let file = out
         .into_inner()
         .map_err(|e| e.into_error())
@@ -186,13 +198,23 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
         }
     }
     let seen = BloomFilter::read_from(&mut input).map_err(|e| damaged(e.to_string()))?;
+    // A third snapshot, when present, is the similarity filter.
+    let more = !input
+        .fill_buf()
+        .map_err(CrawlError::io("reading checkpoint", &path))?
+        .is_empty();
+    let similar = if more {
+        Some(SimilarityFilter::read_from(&mut input).map_err(|e| damaged(e.to_string()))?)
+    } else {
+        None
+    };
     let mut rest = [0u8; 1];
     if input
         .read(&mut rest)
         .map_err(CrawlError::io("reading checkpoint", &path))?
         != 0
     {
-        return Err(damaged("trailing bytes after the filter".into()));
+        return Err(damaged("trailing bytes after the filters".into()));
     }
     Ok(Some(Checkpoint {
         generation,
@@ -201,6 +223,7 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
         pending,
         host_admitted,
         seen,
+        similar,
     }))
 }
 
@@ -236,6 +259,7 @@ mod tests {
             pending: jobs.iter(),
             host_admitted: &hosts,
             seen: &seen,
+            similar: None,
         };
         write(dir.path(), state).unwrap();
         let c = read(dir.path()).unwrap().unwrap();
@@ -243,6 +267,25 @@ mod tests {
         assert_eq!(c.pending, jobs);
         assert_eq!(c.host_admitted, hosts);
         assert_eq!(c.seen, seen);
+        assert!(c.similar.is_none());
+
+        let mut similar = SimilarityFilter::builder()
+            .expected_items(100)
+            .build()
+            .unwrap();
+        similar.check_and_insert("http://h/list?sort=a");
+        let state = CheckpointRef {
+            generation: 5,
+            pages_done: 9,
+            warc_len: 1234,
+            pending: jobs.iter(),
+            host_admitted: &hosts,
+            seen: &seen,
+            similar: Some(&similar),
+        };
+        write(dir.path(), state).unwrap();
+        let c = read(dir.path()).unwrap().unwrap();
+        assert_eq!(c.similar.unwrap().len(), 1);
 
         let mut bytes = fs::read(path(dir.path())).unwrap();
         let mid = bytes.len() / 2;

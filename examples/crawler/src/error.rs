@@ -28,6 +28,9 @@ pub(crate) enum CrawlError {
     /// The host-to-worker table could not be built.
     #[error("partition table: {0}")]
     Partition(#[from] url_dedup_partition::Error),
+    /// The similarity filter could not be built.
+    #[error("similarity filter: {0}")]
+    Similarity(#[from] url_dedup_similarity::Error),
     /// The done-set filter could not be built.
     #[error("dedup filter: {0}")]
     Filter(#[from] url_dedup_bloom::Error),

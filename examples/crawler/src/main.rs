@@ -21,7 +21,8 @@
 //!    its reason ([`skip`], `skipped.tsv`).
 //! 4. **Done set** ([`state`]): document 002's "is this URL already done?" is
 //!    `check_and_insert` on a keyed `url_dedup_bloom::BloomFilter`, under the lock that also
-//!    journals the admission, so a URL is admitted exactly once.
+//!    journals the admission, so a URL is admitted exactly once; with `--similar`, document
+//!    004's similarity filter (`url_dedup_similarity`) may also skip it.
 //! 5. **Run queue** ([`frontier`], [`router`], [`worker`]): breadth-first; hosts are assigned to
 //!    workers by `url_dedup_partition`'s table (document 002's `Transfer(host) mod n`); each
 //!    host gets one

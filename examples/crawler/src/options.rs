@@ -117,6 +117,11 @@ pub(crate) struct Options {
     #[arg(long = "accept", default_values_t = ["text/html".to_owned(), "application/xhtml+xml".to_owned(), "text/css".to_owned(), "image/".to_owned()])]
     pub(crate) accept: Vec<String>,
 
+    /// Also skip URLs that the similarity filter of document 004 (`url-dedup-similarity`,
+    /// crawler preset) finds similar to earlier ones, such as `?sort=` variants of a list.
+    #[arg(long)]
+    pub(crate) similar: bool,
+
     /// Do not write the WARC file.
     #[arg(long)]
     pub(crate) no_warc: bool,
@@ -248,6 +253,7 @@ impl Options {
             warc: !self.no_warc,
             mirror: !self.no_mirror,
             filter: FilterSize {
+                similar: self.similar,
                 expected_urls: self.expected_urls,
                 false_positive_rate: self.false_positive_rate,
             },

@@ -44,6 +44,8 @@ pub(crate) enum SkipReason {
     BadRedirect,
     /// A URL without a canonical form (unsupported by the canonicalizer).
     BadUrl,
+    /// New to the done set but similar to earlier URLs by document 004's features (`--similar`).
+    Similar,
 }
 
 impl SkipReason {
@@ -66,6 +68,7 @@ impl SkipReason {
             Self::FetchFailed => "fetch-failed",
             Self::BadRedirect => "bad-redirect",
             Self::BadUrl => "bad-url",
+            Self::Similar => "similar",
         }
     }
 }

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use url_dedup_bloom::BloomFilter;
+use url_dedup_similarity::{Preset, SimilarityFilter};
 
 use crate::checkpoint::{self, CheckpointRef};
 use crate::error::CrawlError;
@@ -23,6 +24,8 @@ use crate::warc::WarcWriter;
 pub(crate) struct FilterSize {
     pub(crate) expected_urls: u64,
     pub(crate) false_positive_rate: f64,
+    /// Also run document 004's similarity filter (crawler preset, 1% false positives).
+    pub(crate) similar: bool,
 }
 
 /// Counters of this run.
@@ -72,6 +75,7 @@ pub(crate) struct Resumed {
 pub(crate) struct CrawlState {
     dir: PathBuf,
     seen: BloomFilter,
+    similar: Option<SimilarityFilter>,
     pending: Pending,
     host_admitted: HashMap<String, u64>,
     host_budget: u64,
@@ -96,10 +100,12 @@ impl CrawlState {
         software: &str,
     ) -> Result<(Self, Resumed), CrawlError> {
         let mut resumed = Resumed::default();
+        let mut similar = None;
         let (mut seen, mut pending, mut host_admitted, generation, mut warc_len, mut pages_done) =
             match checkpoint::read(dir)? {
                 Some(c) => {
                     resumed.from_checkpoint = true;
+                    similar = c.similar;
                     let mut pending = Pending::default();
                     c.pending.into_iter().for_each(|j| pending.push(j));
                     (
@@ -119,6 +125,19 @@ impl CrawlState {
                     (seen, Pending::default(), HashMap::new(), 0, 0, 0)
                 }
             };
+        // A crawl resumed with --similar that did not use it before starts its similarity
+        // filter from what is journaled; one resumed without --similar drops it.
+        if !size.similar {
+            similar = None;
+        } else if similar.is_none() {
+            similar = Some(
+                SimilarityFilter::builder()
+                    .expected_items(size.expected_urls)
+                    .false_positive_rate(0.01)
+                    .preset(Preset::Crawler)
+                    .build()?,
+            );
+        }
         let journal_path = journal::path(dir, generation);
         let (events, valid) = journal::replay(&journal_path)
             .map_err(CrawlError::io("reading journal", &journal_path))?;
@@ -127,6 +146,9 @@ impl CrawlState {
             match event {
                 Event::Admitted(job) => {
                     seen.insert(&*job.url);
+                    if let Some(s) = &mut similar {
+                        s.check_and_insert(&job.url);
+                    }
                     *host_admitted.entry(host_key(&job.url)).or_default() += 1;
                     pending.push(job);
                 }
@@ -164,6 +186,7 @@ impl CrawlState {
         let state = Self {
             dir: dir.to_owned(),
             seen,
+            similar,
             pending,
             host_admitted,
             host_budget,
@@ -216,6 +239,15 @@ impl CrawlState {
             return Ok(Admission::Skipped(SkipReason::HostBudget));
         }
         self.seen.check_and_insert_digest(digest);
+        if let Some(similar) = &mut self.similar {
+            let verdict = similar.check_and_insert(&job.url);
+            if verdict.is_similar() {
+                // Kept in the done set, so the next link to it is a plain duplicate.
+                let why = similar.explain(&verdict).to_string();
+                self.skip(SkipReason::Similar, &job.url, &why)?;
+                return Ok(Admission::Skipped(SkipReason::Similar));
+            }
+        }
         self.host_admitted.insert(host, count + 1);
         self.journal.admitted(&job).map_err(self.journal_error())?;
         self.pending.push(job.clone());
@@ -290,6 +322,7 @@ impl CrawlState {
                 pending: self.pending.iter(),
                 host_admitted: &self.host_admitted,
                 seen: &self.seen,
+                similar: self.similar.as_ref(),
             },
         )?;
         let old = journal::path(&self.dir, self.generation);
@@ -338,6 +371,7 @@ mod tests {
     const SIZE: FilterSize = FilterSize {
         expected_urls: 1000,
         false_positive_rate: 1e-6,
+        similar: false,
     };
 
     #[test]

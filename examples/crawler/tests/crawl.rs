@@ -494,3 +494,31 @@ fn hosts_run_in_parallel_each_one_request_at_a_time() {
         .any(|&(s1, e1)| b.served().iter().any(|&(s2, e2)| s1 < e2 && s2 < e1));
     assert!(overlap, "the two hosts were crawled one after the other");
 }
+
+#[test]
+fn similar_urls_are_skipped_when_asked() {
+    let site = Site::start(|target, _| match target {
+        "/" => Reply::html(
+            r#"<a href="/list?sort=price&page=1">a</a><a href="/list?sort=name&page=1">b</a><a href="/item/17">c</a>"#,
+        ),
+        t if t.starts_with("/list") || t.starts_with("/item/") => Reply::html("leaf"),
+        _ => Reply::not_found(),
+    });
+    let (_tmp, out) = temp_out();
+    crawl(&out, &site.url("/"), &["--similar"]);
+    assert_eq!(site.hit("/list?page=1&sort=price"), 1);
+    assert_eq!(site.hit("/item/17"), 1);
+    assert_eq!(site.hit("/list?page=1&sort=name"), 0);
+    assert_eq!(
+        skipped_for(&out, "similar"),
+        [site.url("/list?page=1&sort=name")]
+    );
+
+    let (_tmp2, plain) = temp_out();
+    crawl(&plain, &site.url("/"), &[]);
+    assert_eq!(
+        site.hit("/list?page=1&sort=name"),
+        1,
+        "without --similar every distinct URL is fetched"
+    );
+}
