@@ -118,11 +118,10 @@ impl Shared {
         } else {
             0
         };
-        let mut admitted = Vec::new();
         let result = {
             let mut state = self.state();
-            let step = || -> Result<bool, CrawlError> {
-                admitted = page::admit_all(self, &mut state, candidates)?;
+            let record = || -> Result<(Vec<Job>, bool), CrawlError> {
+                let admitted = page::admit_all(self, &mut state, candidates)?;
                 if let Some((reason, detail)) = &problem {
                     state.skip(*reason, &job.url, detail)?;
                 }
@@ -135,11 +134,14 @@ impl Shared {
                 if self.config.mirror && job.kind == JobKind::Page && body.is_some() {
                     state.stats.mirror_files += 1;
                 }
-                state.complete(job, Some(exchange))
+                Ok((admitted, state.complete(job, Some(exchange))?))
             };
-            step()
+            record()
         };
-        self.after_commit(result, admitted);
+        match result {
+            Ok((admitted, empty)) => self.after_commit(Ok(empty), admitted),
+            Err(e) => self.fail(e),
+        }
     }
 
     fn after_commit(&self, result: Result<bool, CrawlError>, admitted: Vec<Job>) {
