@@ -170,3 +170,38 @@ fn generic_store_path_is_exactly_once_too() {
     assert_eq!(admitted.into_inner() + fp, urls.len());
     let _: &SegmentedBloomFilter<SipHash13> = &f;
 }
+
+#[test]
+fn lockstep_rounds_on_the_same_new_items() {
+    // Two threads meet at a spinning rendezvous before every URL and then insert it at the same
+    // instant: the tightest race there is, and the one a filter setting its words with separate
+    // `fetch_or`s loses (it double-admits here; checked by replacing the lock with that).
+    let urls = urls(30_000);
+    let f = filter(30_000, 0.01, 512);
+    let arrived = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    let counts: Vec<AtomicU8> = urls.iter().map(|_| AtomicU8::new(0)).collect();
+    std::thread::scope(|s| {
+        for me in 0..2 {
+            let (arrived, counts, urls, f) = (&arrived, &counts, &urls, &f);
+            s.spawn(move || {
+                for (i, url) in urls.iter().enumerate() {
+                    arrived[me].store(i + 1, Ordering::Release);
+                    let mut spins = 0u32;
+                    while arrived[1 - me].load(Ordering::Acquire) < i + 1 {
+                        spins += 1;
+                        if spins > 1_000 {
+                            std::thread::yield_now();
+                        } else {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    if f.check_and_insert(url) {
+                        counts[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let counts: Vec<u8> = counts.into_iter().map(AtomicU8::into_inner).collect();
+    check(&f, &urls, &counts);
+}
