@@ -49,3 +49,26 @@ pub fn urls(count: usize, seed: u64) -> Vec<String> {
         })
         .collect()
 }
+
+/// The item counts the filter benchmarks run at, as `(label, n)`: 100,000 (fits in cache) and
+/// 10,000,000 (far larger than cache).
+///
+/// Set `URL_DEDUP_BENCH_SIZES` to a comma-separated subset of the labels (`100K`, `10M`) to run
+/// fewer; generating 10M keys takes a few seconds and about 1 GB.
+///
+/// # Examples
+///
+/// ```
+/// let sizes = url_dedup_benches::sizes();
+/// assert!(sizes.iter().all(|&(_, n)| n >= 100_000));
+/// ```
+pub fn sizes() -> Vec<(&'static str, usize)> {
+    let all = [("100K", 100_000), ("10M", 10_000_000)];
+    match std::env::var("URL_DEDUP_BENCH_SIZES") {
+        Ok(list) => all
+            .into_iter()
+            .filter(|(label, _)| list.split(',').any(|w| w.trim() == *label))
+            .collect(),
+        Err(_) => all.to_vec(),
+    }
+}

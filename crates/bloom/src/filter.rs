@@ -544,10 +544,12 @@ impl<H: ItemHasher> BloomFilter<H> {
         AtomicBloomFilter::from_parts(self.shape, self.bits.into_vec())
     }
 
+    #[cfg(feature = "serde")]
     pub(crate) fn shape(&self) -> &Shape<H> {
         &self.shape
     }
 
+    #[cfg(feature = "serde")]
     pub(crate) fn raw_words(&self) -> &[u64] {
         self.words()
     }

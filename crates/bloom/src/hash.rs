@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use siphasher::sip128::{Hasher128, SipHasher13 as Sip128};
+use siphasher::sip128::SipHasher13 as Sip128;
 
 /// A 128-bit hash of one item, split into two 64-bit halves.
 ///
@@ -325,8 +325,8 @@ pub trait ItemHasher: Clone + fmt::Debug + Send + Sync + 'static {
 #[derive(Clone)]
 pub struct SipHash13 {
     key: HashKey,
-    k0: u64,
-    k1: u64,
+    // Keyed once; `hash` is the one-shot path, which skips the streaming buffer.
+    inner: Sip128,
 }
 
 impl SipHash13 {
@@ -342,7 +342,10 @@ impl SipHash13 {
     /// ```
     pub fn new(key: HashKey) -> Self {
         let (k0, k1) = key.halves();
-        Self { key, k0, k1 }
+        Self {
+            key,
+            inner: Sip128::new_with_keys(k0, k1),
+        }
     }
 }
 
@@ -357,10 +360,7 @@ impl ItemHasher for SipHash13 {
 
     #[inline]
     fn hash(&self, item: &[u8]) -> Digest {
-        use std::hash::Hasher;
-        let mut state = Sip128::new_with_keys(self.k0, self.k1);
-        state.write(item);
-        let h = state.finish128();
+        let h = self.inner.hash(item);
         Digest { h1: h.h1, h2: h.h2 }
     }
 
@@ -488,6 +488,7 @@ mod tests {
     }
 
     fn siphasher_reference(key: &[u8; 16], data: &[u8]) -> (u64, u64) {
+        use siphasher::sip128::Hasher128;
         use std::hash::Hasher;
         let mut s = Sip128::new_with_key(key);
         s.write(data);

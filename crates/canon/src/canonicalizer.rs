@@ -1,0 +1,202 @@
+//! The [`Canonicalizer`]: the fast check for inputs already canonical, and the full path
+//! through the WHATWG parser for the rest.
+
+use std::borrow::Cow;
+
+use url::{Host, Url};
+
+use crate::{CanonError, Policy, already_canonical, path, percent, query};
+
+/// Turns URLs into their canonical form under a [`Policy`].
+///
+/// Cheap to share (`&self` everywhere, `Send + Sync`); build one per policy and reuse it.
+///
+/// # Examples
+///
+/// ```
+/// use std::borrow::Cow;
+/// use url_dedup_canon::Canonicalizer;
+///
+/// let canon = Canonicalizer::default();
+/// let messy = canon.canonicalize("HTTPS://Example.COM:443/a/../b/%7euser?utm_medium=x&q=1#frag")?;
+/// assert_eq!(messy, "https://example.com/b/~user?q=1");
+///
+/// // Already canonical: the input itself comes back, nothing is allocated.
+/// let clean = canon.canonicalize("https://example.com/b/~user?q=1")?;
+/// assert!(matches!(clean, Cow::Borrowed(_)));
+/// # Ok::<(), url_dedup_canon::CanonError>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Canonicalizer {
+    policy: Policy,
+}
+
+impl Canonicalizer {
+    /// A canonicalizer applying `policy`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_canon::{Canonicalizer, Policy};
+    ///
+    /// let canon = Canonicalizer::new(Policy::rfc3986());
+    /// assert!(!canon.policy().sort_query);
+    /// ```
+    pub fn new(policy: Policy) -> Self {
+        Self { policy }
+    }
+
+    /// The policy this canonicalizer applies.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let canon = url_dedup_canon::Canonicalizer::default();
+    /// assert_eq!(canon.policy().max_len, 8192);
+    /// ```
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The canonical form of `input`: borrowed when `input` already is canonical, owned
+    /// otherwise.
+    ///
+    /// The result is a fixed point: canonicalizing it again returns it unchanged (and
+    /// borrowed, on the fast path, for all but unusual hosts and characters).
+    ///
+    /// # Errors
+    ///
+    /// [`CanonError::TooLong`] before any parsing when `input` exceeds the policy's
+    /// `max_len` (and when its canonical form does); [`CanonError::NotAbsolute`] for a
+    /// relative reference; [`CanonError::UnsupportedScheme`] for schemes other than `http`
+    /// and `https`; [`CanonError::Unparsable`] for anything the WHATWG parser rejects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_canon::{CanonError, Canonicalizer};
+    ///
+    /// let canon = Canonicalizer::default();
+    /// assert_eq!(canon.canonicalize("http://example.com")?, "http://example.com/");
+    /// assert_eq!(
+    ///     canon.canonicalize("http://bücher.example/Straße?sid=42")?,
+    ///     "http://xn--bcher-kva.example/Stra%C3%9Fe",
+    /// );
+    /// let long = format!("http://example.com/{}", "a".repeat(9000));
+    /// assert!(matches!(canon.canonicalize(&long), Err(CanonError::TooLong { .. })));
+    /// # Ok::<(), CanonError>(())
+    /// ```
+    pub fn canonicalize<'a>(&self, input: &'a str) -> Result<Cow<'a, str>, CanonError> {
+        let limit = self.policy.max_len;
+        if input.len() > limit {
+            return Err(CanonError::TooLong {
+                len: input.len(),
+                limit,
+            });
+        }
+        if already_canonical::check(input, &self.policy) {
+            return Ok(Cow::Borrowed(input));
+        }
+        let mut out = String::with_capacity(input.len() + 8);
+        self.canonicalize_slow(input, &mut out)?;
+        if out.len() > limit {
+            return Err(CanonError::TooLong {
+                len: out.len(),
+                limit,
+            });
+        }
+        if out == input {
+            return Ok(Cow::Borrowed(input));
+        }
+        Ok(Cow::Owned(out))
+    }
+
+    /// Whether `input` is already canonical under this policy (equivalent to
+    /// `canonicalize(input)` returning `input` itself).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let canon = url_dedup_canon::Canonicalizer::default();
+    /// assert!(canon.is_canonical("https://example.com/a?x=1&y=2"));
+    /// assert!(!canon.is_canonical("https://example.com/a?y=2&x=1"));
+    /// assert!(!canon.is_canonical("not a url"));
+    /// ```
+    pub fn is_canonical(&self, input: &str) -> bool {
+        matches!(self.canonicalize(input), Ok(Cow::Borrowed(_)))
+    }
+
+    /// Parses with the WHATWG parser (case, IDNA, IPv4 forms, default ports, dot segments,
+    /// empty path, encoding of illegal characters), then applies what the parser leaves
+    /// alone: percent-encoding normalization and the policy's crawler options.
+    pub(crate) fn canonicalize_slow(
+        &self,
+        input: &str,
+        out: &mut String,
+    ) -> Result<(), CanonError> {
+        let policy = &self.policy;
+        let url = Url::parse(input).map_err(|e| match e {
+            url::ParseError::RelativeUrlWithoutBase => CanonError::NotAbsolute,
+            other => CanonError::Unparsable(other),
+        })?;
+        let scheme = match url.scheme() {
+            "http" if policy.fold_scheme => "https",
+            s @ ("http" | "https") => s,
+            other => {
+                return Err(CanonError::UnsupportedScheme {
+                    scheme: other.to_owned(),
+                });
+            }
+        };
+        out.push_str(scheme);
+        out.push_str("://");
+        let username = url.username();
+        if !username.is_empty() || url.password().is_some() {
+            out.push_str(username);
+            if let Some(password) = url.password() {
+                out.push(':');
+                out.push_str(password);
+            }
+            out.push('@');
+        }
+        match url.host() {
+            Some(Host::Domain(mut domain)) => {
+                if policy.fold_www {
+                    // Every leading `www.`: stripping one would leave `www.www.a.com` for a
+                    // second pass to change, breaking idempotence.
+                    while let Some(rest) = domain.strip_prefix("www.")
+                        && rest.contains('.')
+                    {
+                        domain = rest;
+                    }
+                }
+                out.push_str(domain);
+            }
+            Some(_) => out.push_str(url.host_str().unwrap_or_default()),
+            None => return Err(CanonError::Unparsable(url::ParseError::EmptyHost)),
+        }
+        let default_port = if scheme == "https" { 443 } else { 80 };
+        if let Some(port) = url.port().filter(|&p| p != default_port) {
+            out.push(':');
+            out.push_str(&port.to_string());
+        }
+        let path_start = out.len();
+        let mut path = String::with_capacity(url.path().len());
+        percent::normalize_into(url.path(), &mut path, policy.lowercase_path);
+        path::apply_policy(&mut path, policy);
+        out.push_str(&path);
+        debug_assert!(out[path_start..].starts_with('/'));
+        if let Some(q) = url.query() {
+            let mut normalized = String::with_capacity(q.len());
+            percent::normalize_into(q, &mut normalized, false);
+            query::write(&normalized, policy, out);
+        }
+        if !policy.remove_fragment
+            && let Some(fragment) = url.fragment()
+        {
+            out.push('#');
+            percent::normalize_into(fragment, out, false);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! URL canonicalization for crawlers: one string per resource, before any filter is asked.
+//!
+//! Two URLs that name the same page must reach a deduplication filter as the same bytes, or
+//! the filter sees two new URLs. [`Canonicalizer`] parses with the WHATWG URL Standard (the
+//! `url` crate, as browsers do), normalizes per RFC 3986 section 6, and applies the crawler
+//! options of a [`Policy`].
+//!
+//! # Quick start
+//!
+//! ```
+//! use url_dedup_canon::Canonicalizer;
+//!
+//! let canon = Canonicalizer::default();
+//! assert_eq!(
+//!     canon.canonicalize("HTTP://Example.COM:80/./news/../a%2fb/%7Ebob?utm_source=feed&b=2&a=1#top")?,
+//!     "http://example.com/a%2Fb/~bob?a=1&b=2",
+//! );
+//! # Ok::<(), url_dedup_canon::CanonError>(())
+//! ```
+//!
+//! # What is normalized
+//!
+//! Always (RFC 3986 section 6, none of which changes the resource):
+//!
+//! * scheme and host lower-cased; internationalized hosts converted to punycode (IDNA/UTS 46);
+//!   IPv4 addresses in their dotted-decimal form, IPv6 in their compressed form;
+//! * default ports removed (`:80` for http, `:443` for https);
+//! * dot segments resolved (`/a/./b/../c` is `/a/c`) and an empty path written `/`;
+//! * percent-encoding: hex digits in upper case, octets of unreserved characters
+//!   (`A-Z a-z 0-9 - . _ ~`) decoded, reserved and other octets never decoded; characters the
+//!   WHATWG parser encodes (spaces, non-ASCII, ...) encoded.
+//!
+//! Policy options, each on or off ([`Policy`] documents the defaults): remove the fragment,
+//! sort query parameters (stable), drop an empty query, remove tracking parameters
+//! (`utm_*`, `gclid`, `fbclid`, `mc_eid`, ... configurable), remove session-id query and path
+//! parameters (`jsessionid`, `phpsessid`, `sid`, ...), fold `www.`, a trailing-slash policy,
+//! fold `http` into `https`, lower-case the path, and a length limit.
+//!
+//! # The cheap path
+//!
+//! Most links a crawler extracts are already canonical. Before parsing, a single pass over
+//! the bytes checks whether the input is in a plain canonical form; if so the input itself is
+//! returned as [`Cow::Borrowed`](std::borrow::Cow::Borrowed), with no parse and no
+//! allocation. The check is conservative: inputs it cannot prove canonical (IP hosts,
+//! punycode, user info, unusual characters) take the full path, which is always correct.
+//! `docs/benchmarks.md` has the measured rates beside a bare `url::Url::parse`.
+//!
+//! # Errors
+//!
+//! Input that is not an absolute `http`/`https` URL, is longer than the policy's limit, or
+//! that the WHATWG parser rejects yields a [`CanonError`] naming the reason. Nothing panics
+//! on any input (property-tested and fuzzed).
+//!
+//! # Choices where standards differ
+//!
+//! * WHATWG, not RFC 3986, decides parsing: it is what browsers (and so the web's links)
+//!   follow, e.g. `\` is a path separator in `http` URLs and `%2e` segments are dot segments.
+//! * Sorting keeps repeated names in their order (`a=2&a=1` stays): lists often depend on it.
+//! * Google Safe Browsing's rules (repeated unescaping, host-dot folding) are for matching
+//!   against blocklists, not for fetching; `tests/canonicalization_examples.rs` states per
+//!   example where this crate follows them and why not elsewhere.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod already_canonical;
+mod canonicalizer;
+mod error;
+mod param_list;
+mod path;
+mod percent;
+mod policy;
+mod query;
+
+pub use canonicalizer::Canonicalizer;
+pub use error::CanonError;
+pub use param_list::ParamList;
+pub use policy::{Policy, TrailingSlash};
+#[cfg(test)]
+mod properties;

@@ -1,0 +1,118 @@
+//! Path rewriting after the WHATWG parser: session path parameters, dot segments those
+//! removals expose, and the trailing-slash policy.
+
+use crate::{Policy, TrailingSlash};
+
+/// Rewrites `path` (already percent-normalized, starting with `/`) in place.
+pub(crate) fn apply_policy(path: &mut String, policy: &Policy) {
+    if policy.remove_session_params && path.contains(';') {
+        remove_session_params(path, policy);
+    }
+    match policy.trailing_slash {
+        TrailingSlash::Keep => {}
+        TrailingSlash::Remove => {
+            // All of them: removing one at a time would not be idempotent for `/a//`.
+            while path.len() > 1 && path.ends_with('/') {
+                path.pop();
+            }
+        }
+        TrailingSlash::AddToDirectories => {
+            if looks_like_directory_without_slash(path) {
+                path.push('/');
+            }
+        }
+    }
+}
+
+/// Whether the last segment is non-empty and has no dot (`/docs`, not `/docs/` or `/a.html`).
+pub(crate) fn looks_like_directory_without_slash(path: &str) -> bool {
+    let last = path.rsplit('/').next().unwrap_or_default();
+    !last.is_empty() && !last.contains('.')
+}
+
+/// Drops `;name=value` path parameters whose name is a session parameter, from every
+/// segment, then resolves any `.` or `..` segment this exposed (`/a/..;jsessionid=1/b`
+/// was opaque to the parser but is `/a/../b` now, which a second pass would resolve).
+fn remove_session_params(path: &mut String, policy: &Policy) {
+    let mut out = String::with_capacity(path.len());
+    let mut exposed_dots = false;
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        let mut params = segment.split(';');
+        let head = params.next().unwrap_or_default();
+        out.push_str(head);
+        let mut removed = false;
+        for param in params {
+            let name = param.split('=').next().unwrap_or_default();
+            if policy.session_params.matches(name) {
+                removed = true;
+            } else {
+                out.push(';');
+                out.push_str(param);
+            }
+        }
+        let kept = out.rsplit('/').next().unwrap_or_default();
+        exposed_dots |= removed && (kept == "." || kept == "..");
+    }
+    if exposed_dots {
+        out = remove_dot_segments(&out);
+    }
+    *path = out;
+}
+
+/// RFC 3986 section 5.2.4 on an absolute path, segment by segment.
+fn remove_dot_segments(path: &str) -> String {
+    let mut stack: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    let last = segments.len().saturating_sub(1);
+    let mut trailing_dir = false;
+    for (i, seg) in segments.iter().enumerate() {
+        match *seg {
+            "." => trailing_dir = i == last,
+            ".." => {
+                stack.pop();
+                trailing_dir = i == last;
+            }
+            s => {
+                stack.push(s);
+                trailing_dir = false;
+            }
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    for seg in &stack {
+        out.push('/');
+        out.push_str(seg);
+    }
+    if trailing_dir || out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_segments_follow_rfc_3986_section_5_2_4() {
+        assert_eq!(remove_dot_segments("/a/b/c/./../../g"), "/a/g");
+        assert_eq!(remove_dot_segments("/a/.."), "/");
+        assert_eq!(remove_dot_segments("/a/b/.."), "/a/");
+        assert_eq!(remove_dot_segments("/../x"), "/x");
+        assert_eq!(remove_dot_segments("/a//b"), "/a//b");
+    }
+
+    #[test]
+    fn session_path_params_are_removed_and_dots_resolved() {
+        let policy = Policy::default();
+        let mut p = "/shop;JSESSIONID=ab12;color=red/item".to_owned();
+        apply_policy(&mut p, &policy);
+        assert_eq!(p, "/shop;color=red/item");
+        let mut p = "/a/..;jsessionid=1/b".to_owned();
+        apply_policy(&mut p, &policy);
+        assert_eq!(p, "/b");
+    }
+}

@@ -1,0 +1,93 @@
+//! Percent-encoding normalization (RFC 3986 sections 2.1, 2.3 and 6.2.2.2): hex digits in
+//! upper case, octets of unreserved characters decoded, everything else left encoded.
+
+/// `ALPHA / DIGIT / "-" / "." / "_" / "~"`: the characters whose encoded and plain forms are
+/// equivalent (RFC 3986 section 2.3).
+#[inline]
+pub(crate) fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+#[inline]
+pub(crate) fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    }
+}
+
+const UPPER_HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// Appends `src` to `out` with percent-encoding normalized; with `lowercase`, ASCII letters
+/// outside percent-encoded triplets are lower-cased too. `src` comes from the WHATWG
+/// serializer and is therefore ASCII; a malformed `%` (not followed by two hex digits) is
+/// copied as it is, as the WHATWG parser does.
+pub(crate) fn normalize_into(src: &str, out: &mut String, lowercase: bool) {
+    let bytes = src.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%'
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex_value),
+                bytes.get(i + 2).copied().and_then(hex_value),
+            )
+        {
+            let octet = hi << 4 | lo;
+            if is_unreserved(octet) {
+                out.push(fold(octet, lowercase) as char);
+            } else {
+                out.push('%');
+                out.push(UPPER_HEX[usize::from(hi)] as char);
+                out.push(UPPER_HEX[usize::from(lo)] as char);
+            }
+            i += 3;
+            continue;
+        }
+        // Non-ASCII cannot occur in serializer output, but copying the whole character keeps
+        // the function total for any `&str`.
+        let ch_len = utf8_len(b);
+        let end = (i + ch_len).min(bytes.len());
+        if ch_len == 1 {
+            out.push(fold(b, lowercase) as char);
+        } else {
+            out.push_str(src.get(i..end).unwrap_or_default());
+        }
+        i = end;
+    }
+}
+
+#[inline]
+fn fold(b: u8, lowercase: bool) -> u8 {
+    if lowercase { b.to_ascii_lowercase() } else { b }
+}
+
+#[inline]
+fn utf8_len(first: u8) -> usize {
+    match first {
+        0x00..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        _ => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(s: &str, lower: bool) -> String {
+        let mut out = String::new();
+        normalize_into(s, &mut out, lower);
+        out
+    }
+
+    #[test]
+    fn upper_cases_hex_and_decodes_unreserved_only() {
+        assert_eq!(norm("/a%2fb%7Ec%41%3a%zz%", false), "/a%2Fb~cA%3A%zz%");
+        assert_eq!(norm("/A%41%2f", true), "/aa%2F");
+        assert_eq!(norm("/é", true), "/é");
+    }
+}

@@ -1,0 +1,152 @@
+//! What a [`Canonicalizer`](crate::Canonicalizer) changes beyond RFC 3986 section 6.
+
+use crate::ParamList;
+
+/// What to do with a slash at the end of a path.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_canon::{Canonicalizer, Policy, TrailingSlash};
+///
+/// let mut policy = Policy::default();
+/// policy.trailing_slash = TrailingSlash::Remove;
+/// let canon = Canonicalizer::new(policy);
+/// assert_eq!(canon.canonicalize("https://example.com/docs/")?, "https://example.com/docs");
+/// assert_eq!(canon.canonicalize("https://example.com/")?, "https://example.com/");
+/// # Ok::<(), url_dedup_canon::CanonError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TrailingSlash {
+    /// Leave paths as they are: `/docs` and `/docs/` stay different (the default, because
+    /// servers may answer them differently).
+    #[default]
+    Keep,
+    /// Remove every trailing slash except the root's: `/docs//` becomes `/docs`.
+    Remove,
+    /// Add a slash to a path whose last segment has no dot (looks like a directory):
+    /// `/docs` becomes `/docs/`, `/page.html` is left alone.
+    AddToDirectories,
+}
+
+/// The options of a [`Canonicalizer`](crate::Canonicalizer), each on or off.
+///
+/// RFC 3986 section 6 normalizations (case of scheme and host, IDNA, default ports, dot
+/// segments, empty path, percent-encoding) are always applied; they never change which
+/// resource a URL names. The fields below are the crawler options, which trade a small risk of
+/// merging two different resources for many fewer duplicates.
+///
+/// [`Policy::default`] is the recommended crawler policy; [`Policy::rfc3986`] applies only the
+/// RFC's normalizations and removes fragments.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_canon::{Canonicalizer, Policy};
+///
+/// let mut policy = Policy::default();
+/// policy.fold_www = true;
+/// let canon = Canonicalizer::new(policy);
+/// assert_eq!(
+///     canon.canonicalize("HTTP://WWW.Example.com:80/a/./b/../c?utm_source=x&b=2&a=1#top")?,
+///     "http://example.com/a/c?a=1&b=2",
+/// );
+/// # Ok::<(), url_dedup_canon::CanonError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Policy {
+    /// Remove the `#fragment`, which is never sent to the server. Default: on.
+    pub remove_fragment: bool,
+    /// Sort query parameters by name, keeping the order of parameters with the same name (a
+    /// stable sort: `a=2&a=1` is not reordered, since repeated names are often lists).
+    /// Default: on.
+    pub sort_query: bool,
+    /// Remove a query that is empty (a bare `?`), or that becomes empty once parameters are
+    /// removed. Default: on.
+    pub drop_empty_query: bool,
+    /// Remove query parameters named in [`Policy::tracking_params`]. Default: on.
+    pub remove_tracking_params: bool,
+    /// Names of tracking parameters; see [`ParamList::tracking`] for the default list.
+    pub tracking_params: ParamList,
+    /// Remove session-id query parameters and path parameters (`;jsessionid=...`) named in
+    /// [`Policy::session_params`]. Default: on.
+    pub remove_session_params: bool,
+    /// Names of session-id parameters; see [`ParamList::session`] for the default list.
+    pub session_params: ParamList,
+    /// Remove leading `www.` labels from host names (`www.example.com` becomes `example.com`),
+    /// as long as a dot remains. Default: off, because a few sites serve different content
+    /// on the two hosts.
+    pub fold_www: bool,
+    /// What to do with trailing slashes. Default: [`TrailingSlash::Keep`].
+    pub trailing_slash: TrailingSlash,
+    /// Treat `http` and `https` as one: `http` URLs are rewritten to `https` (and port 443 then
+    /// becomes the default port). Default: off.
+    pub fold_scheme: bool,
+    /// Lower-case the path, for sites known to be case-insensitive (IIS, most Windows
+    /// servers). Percent-encoded octets keep their upper-case hex digits. Default: off.
+    pub lowercase_path: bool,
+    /// Longest URL accepted, in bytes, both as input and as output. Default: 8192, the
+    /// request-line buffer of common servers; longer URLs are crawler traps more often than
+    /// pages.
+    pub max_len: usize,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            remove_fragment: true,
+            sort_query: true,
+            drop_empty_query: true,
+            remove_tracking_params: true,
+            tracking_params: ParamList::tracking(),
+            remove_session_params: true,
+            session_params: ParamList::session(),
+            fold_www: false,
+            trailing_slash: TrailingSlash::Keep,
+            fold_scheme: false,
+            lowercase_path: false,
+            max_len: 8192,
+        }
+    }
+}
+
+impl Policy {
+    /// Only the normalizations of RFC 3986 section 6, plus fragment removal: no query
+    /// reordering, no parameter removal, no host or scheme folding.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_canon::{Canonicalizer, Policy};
+    ///
+    /// let canon = Canonicalizer::new(Policy::rfc3986());
+    /// assert_eq!(
+    ///     canon.canonicalize("http://example.com/%7euser?b=1&utm_source=x&a=2")?,
+    ///     "http://example.com/~user?b=1&utm_source=x&a=2",
+    /// );
+    /// # Ok::<(), url_dedup_canon::CanonError>(())
+    /// ```
+    pub fn rfc3986() -> Self {
+        Self {
+            sort_query: false,
+            drop_empty_query: false,
+            remove_tracking_params: false,
+            remove_session_params: false,
+            ..Self::default()
+        }
+    }
+
+    /// Whether any option rewrites the list of query parameters (and so splits the query on
+    /// `&` and drops empty pieces).
+    pub(crate) fn edits_query(&self) -> bool {
+        self.sort_query || self.remove_tracking_params || self.remove_session_params
+    }
+
+    /// Whether the query parameter `name` is removed.
+    pub(crate) fn drops_param(&self, name: &str) -> bool {
+        (self.remove_tracking_params && self.tracking_params.matches(name))
+            || (self.remove_session_params && self.session_params.matches(name))
+    }
+}

@@ -1,0 +1,388 @@
+//! The built-in features: the four of document 004 and the recommended additions.
+//!
+//! | name | value |
+//! |---|---|
+//! | `site` | `u1`: host and port, ASCII lower-cased |
+//! | `depth` | `n`, in decimal |
+//! | `first_dir` | `u2`, empty when `n = 1` |
+//! | `last_page` | `un` with the query (`un` is `u1` when `n = 1`), as in document 004 |
+//! | `last_segment` | `un` without the query; empty when `n = 1` |
+//! | `query_names` | `?` and the sorted, distinct parameter names, or empty without a query |
+//! | `path_template` | the path with digit runs written `{int}`: `/item/{int}/page-{int}.html` |
+//! | `extension` | the last segment's extension, lower-cased (`html`), or empty |
+//!
+//! [`Scoped`] prefixes any of them with the site (`site:last_segment`) or with the site and
+//! the page's directory (`dir:last_segment`), so that a value seen on one site or in one
+//! directory says nothing about another.
+
+use std::sync::Arc;
+
+use crate::{Feature, UrlParts};
+
+/// `u1`, the site: host and port.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::Site};
+///
+/// let mut v = Vec::new();
+/// Site.write_value(&UrlParts::parse("https://Example.com:81/a"), &mut v);
+/// assert_eq!(v, b"example.com:81");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Site;
+
+impl Feature for Site {
+    fn name(&self) -> &str {
+        "site"
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        out.extend(url.site().bytes().map(|b| b.to_ascii_lowercase()));
+    }
+}
+
+/// `n`, the depth: one plus the number of path segments.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::Depth};
+///
+/// let mut v = Vec::new();
+/// Depth.write_value(&UrlParts::parse("https://example.com/a/b"), &mut v);
+/// assert_eq!(v, b"3");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Depth;
+
+impl Feature for Depth {
+    fn name(&self) -> &str {
+        "depth"
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        push_decimal(out, url.depth());
+    }
+}
+
+/// `u2`, the first directory (empty for the root).
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::FirstDirectory};
+///
+/// let mut v = Vec::new();
+/// FirstDirectory.write_value(&UrlParts::parse("https://example.com/news/1"), &mut v);
+/// assert_eq!(v, b"news");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FirstDirectory;
+
+impl Feature for FirstDirectory {
+    fn name(&self) -> &str {
+        "first_dir"
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        out.extend_from_slice(url.first_directory().unwrap_or_default().as_bytes());
+    }
+}
+
+/// `un`, the last page, as document 004 defines it: the last piece of `u1/u2/.../un`, so the
+/// query belongs to it and the root's last page is the site.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::LastPage};
+///
+/// let mut v = Vec::new();
+/// LastPage.write_value(&UrlParts::parse("https://example.com/a/list.php?p=2"), &mut v);
+/// assert_eq!(v, b"list.php?p=2");
+/// v.clear();
+/// LastPage.write_value(&UrlParts::parse("https://example.com/"), &mut v);
+/// assert_eq!(v, b"example.com");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LastPage;
+
+impl Feature for LastPage {
+    fn name(&self) -> &str {
+        "last_page"
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        match url.last_segment() {
+            Some(last) => out.extend_from_slice(last.as_bytes()),
+            None => Site.write_value(url, out),
+        }
+        if let Some(query) = url.query() {
+            out.push(b'?');
+            out.extend_from_slice(query.as_bytes());
+        }
+    }
+}
+
+/// The last path segment without the query (empty for the root).
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::LastSegment};
+///
+/// let mut v = Vec::new();
+/// LastSegment.write_value(&UrlParts::parse("https://example.com/a/list.php?p=2"), &mut v);
+/// assert_eq!(v, b"list.php");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LastSegment;
+
+impl Feature for LastSegment {
+    fn name(&self) -> &str {
+        "last_segment"
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        out.extend_from_slice(url.last_segment().unwrap_or_default().as_bytes());
+    }
+}
+
+/// The set of query-parameter names: `?` followed by the distinct names in sorted order,
+/// joined by `&`; empty when the URL has no query.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::QueryNames};
+///
+/// let mut v = Vec::new();
+/// QueryNames.write_value(&UrlParts::parse("https://e.com/s?q=rust&page=2&q=go"), &mut v);
+/// assert_eq!(v, b"?page&q");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueryNames;
+
+impl Feature for QueryNames {
+    fn name(&self) -> &str {
+        "query_names"
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        let Some(query) = url.query() else {
+            return;
+        };
+        let mut names: Vec<&str> = query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| pair.split_once('=').map_or(pair, |(name, _)| name))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        out.push(b'?');
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                out.push(b'&');
+            }
+            out.extend_from_slice(name.as_bytes());
+        }
+    }
+}
+
+/// The path with every run of ASCII digits replaced by `{int}`: `/item/42/page-7.html` is
+/// `/item/{int}/page-{int}.html`. Pages generated from one template share it.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::PathTemplate};
+///
+/// let mut v = Vec::new();
+/// PathTemplate.write_value(&UrlParts::parse("https://e.com/item/42/page-7.html"), &mut v);
+/// assert_eq!(v, b"/item/{int}/page-{int}.html");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PathTemplate;
+
+impl Feature for PathTemplate {
+    fn name(&self) -> &str {
+        "path_template"
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        let mut in_digits = false;
+        for b in url.path().bytes() {
+            if b.is_ascii_digit() {
+                if !in_digits {
+                    out.extend_from_slice(b"{int}");
+                }
+                in_digits = true;
+            } else {
+                out.push(b);
+                in_digits = false;
+            }
+        }
+    }
+}
+
+/// The last segment's file extension, lower-cased; empty when it has none (or it is longer
+/// than 10 characters, which is a name with a dot rather than an extension).
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::Extension};
+///
+/// let mut v = Vec::new();
+/// Extension.write_value(&UrlParts::parse("https://e.com/a/report.PDF"), &mut v);
+/// assert_eq!(v, b"pdf");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extension;
+
+impl Feature for Extension {
+    fn name(&self) -> &str {
+        "extension"
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        let last = url.last_segment().unwrap_or_default();
+        if let Some((_, ext)) = last.rsplit_once('.')
+            && ext.len() <= 10
+        {
+            out.extend(ext.bytes().map(|b| b.to_ascii_lowercase()));
+        }
+    }
+}
+
+/// What a [`Scoped`] feature's value is prefixed with.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::builtin::{LastSegment, Scope, Scoped};
+/// use url_dedup_similarity::Feature;
+///
+/// assert_eq!(Scoped::new(Scope::Directory, LastSegment).name(), "dir:last_segment");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Scope {
+    /// The site (`u1`): values count as seen only on the same site.
+    Site,
+    /// The site and the page's directory (the path without its last segment).
+    Directory,
+}
+
+/// A feature whose value is qualified by the site, or by the site and directory.
+///
+/// Document 004 compares each feature against every URL ever seen: a page called `2.html`
+/// anywhere on the web makes `2.html` "seen" on every site. Scoping removes that coupling.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::builtin::{Depth, Scope, Scoped};
+/// use url_dedup_similarity::{Feature, UrlParts};
+///
+/// let mut v = Vec::new();
+/// Scoped::new(Scope::Site, Depth).write_value(&UrlParts::parse("https://e.com/a"), &mut v);
+/// assert_eq!(v, b"e.com\x002");
+/// ```
+#[derive(Debug)]
+pub struct Scoped<F> {
+    scope: Scope,
+    inner: F,
+    name: String,
+}
+
+impl<F: Feature> Scoped<F> {
+    /// `inner`, qualified by `scope`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::builtin::{QueryNames, Scope, Scoped};
+    /// use url_dedup_similarity::Feature;
+    ///
+    /// assert_eq!(Scoped::new(Scope::Site, QueryNames).name(), "site:query_names");
+    /// ```
+    pub fn new(scope: Scope, inner: F) -> Self {
+        let prefix = match scope {
+            Scope::Site => "site",
+            Scope::Directory => "dir",
+        };
+        let name = format!("{prefix}:{}", inner.name());
+        Self { scope, inner, name }
+    }
+}
+
+impl<F: Feature> Feature for Scoped<F> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        Site.write_value(url, out);
+        if self.scope == Scope::Directory {
+            out.extend_from_slice(url.directory().as_bytes());
+        }
+        // NUL cannot occur in a URL, so the prefix and the value cannot run together.
+        out.push(0);
+        self.inner.write_value(url, out);
+    }
+}
+
+/// The built-in feature called `name` (as [`Feature::name`] reports it), for reopening
+/// snapshots.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::builtin::by_name;
+///
+/// assert_eq!(by_name("dir:last_segment").unwrap().name(), "dir:last_segment");
+/// assert!(by_name("colour").is_none());
+/// ```
+pub fn by_name(name: &str) -> Option<Arc<dyn Feature>> {
+    fn plain(name: &str) -> Option<Arc<dyn Feature>> {
+        Some(match name {
+            "site" => Arc::new(Site),
+            "depth" => Arc::new(Depth),
+            "first_dir" => Arc::new(FirstDirectory),
+            "last_page" => Arc::new(LastPage),
+            "last_segment" => Arc::new(LastSegment),
+            "query_names" => Arc::new(QueryNames),
+            "path_template" => Arc::new(PathTemplate),
+            "extension" => Arc::new(Extension),
+            _ => return None,
+        })
+    }
+    fn scoped<F: Feature>(scope: Scope, inner: F) -> Arc<dyn Feature> {
+        Arc::new(Scoped::new(scope, inner))
+    }
+    let (scope, inner) = match name.split_once(':') {
+        None => return plain(name),
+        Some(("site", inner)) => (Scope::Site, inner),
+        Some(("dir", inner)) => (Scope::Directory, inner),
+        Some(_) => return None,
+    };
+    Some(match inner {
+        "site" => scoped(scope, Site),
+        "depth" => scoped(scope, Depth),
+        "first_dir" => scoped(scope, FirstDirectory),
+        "last_page" => scoped(scope, LastPage),
+        "last_segment" => scoped(scope, LastSegment),
+        "query_names" => scoped(scope, QueryNames),
+        "path_template" => scoped(scope, PathTemplate),
+        "extension" => scoped(scope, Extension),
+        _ => return None,
+    })
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
