@@ -210,7 +210,8 @@ impl Meta {
         let algorithm = HashAlgorithm(
             u16::try_from(num("algorithm")?).map_err(|_| corrupt(key, "algorithm out of range"))?,
         );
-        let key_bytes = unhex(get("key")?).ok_or_else(|| corrupt(key, "hash key is not 32 hex digits"))?;
+        let key_bytes =
+            unhex(get("key")?).ok_or_else(|| corrupt(key, "hash key is not 32 hex digits"))?;
         let segments_per_key = num("segments_per_key")?;
         if segments_per_key == 0 {
             return Err(corrupt(key, "segments_per_key is 0"));
@@ -227,19 +228,31 @@ impl Meta {
     /// The first field where `self` (ours) and `stored` disagree.
     fn check_against(&self, stored: &Self) -> Result<()> {
         let pairs: [(&'static str, String, String); 6] = [
-            ("segments", stored.layout.segments().to_string(), self.layout.segments().to_string()),
+            (
+                "segments",
+                stored.layout.segments().to_string(),
+                self.layout.segments().to_string(),
+            ),
             (
                 "segment_bits",
                 stored.layout.segment_bits().to_string(),
                 self.layout.segment_bits().to_string(),
             ),
-            ("hashes", stored.layout.hashes().to_string(), self.layout.hashes().to_string()),
+            (
+                "hashes",
+                stored.layout.hashes().to_string(),
+                self.layout.hashes().to_string(),
+            ),
             (
                 "segments_per_key",
                 stored.segments_per_key.to_string(),
                 self.segments_per_key.to_string(),
             ),
-            ("algorithm", stored.algorithm.0.to_string(), self.algorithm.0.to_string()),
+            (
+                "algorithm",
+                stored.algorithm.0.to_string(),
+                self.algorithm.0.to_string(),
+            ),
             ("key", "<stored key>".into(), "<a different key>".into()),
         ];
         for (field, stored_value, ours) in pairs {
@@ -455,10 +468,11 @@ impl RedisSegmentStore {
     ) -> Result<SegmentedBloomFilter<H, Self>> {
         let client = open_client(url)?;
         let meta_key = options.meta_key();
-        let fields: Vec<(String, String)> = retry_sync(&options.backoff, "read filter metadata", || {
-            let mut conn = connect(&client, &options.backoff)?;
-            redis::cmd("HGETALL").arg(&meta_key).query(&mut conn)
-        })?;
+        let fields: Vec<(String, String)> =
+            retry_sync(&options.backoff, "read filter metadata", || {
+                let mut conn = connect(&client, &options.backoff)?;
+                redis::cmd("HGETALL").arg(&meta_key).query(&mut conn)
+            })?;
         if fields.is_empty() {
             return Err(Error::NoFilter { key: meta_key });
         }
@@ -696,10 +710,15 @@ impl RedisSegmentStore {
     fn initialize(&self, conn: &mut Connection) -> redis::RedisResult<()> {
         let mut pipe = redis::pipe();
         for (field, value) in self.meta.fields() {
-            pipe.cmd("HSETNX").arg(&self.meta_key).arg(field).arg(value).ignore();
+            pipe.cmd("HSETNX")
+                .arg(&self.meta_key)
+                .arg(field)
+                .arg(value)
+                .ignore();
         }
         pipe.query::<()>(conn)?;
-        let stored: Vec<(String, String)> = redis::cmd("HGETALL").arg(&self.meta_key).query(conn)?;
+        let stored: Vec<(String, String)> =
+            redis::cmd("HGETALL").arg(&self.meta_key).query(conn)?;
         if let Ok(stored) = Meta::parse(&self.meta_key, &stored)
             && self.meta.check_against(&stored).is_err()
         {
@@ -726,7 +745,10 @@ impl RedisSegmentStore {
 
     /// Number of Redis strings holding segments.
     fn data_keys(&self) -> u64 {
-        self.meta.layout.segments().div_ceil(self.meta.segments_per_key)
+        self.meta
+            .layout
+            .segments()
+            .div_ceil(self.meta.segments_per_key)
     }
 
     /// Segments held by data key `index` (the last one may hold fewer).
@@ -747,9 +769,9 @@ impl RedisSegmentStore {
     fn check_probes(&self, probes: &[Probe]) -> Result<()> {
         let segments = self.meta.layout.segments();
         if probes.iter().any(|p| p.segment >= segments) {
-            return Err(Error::Segmented(url_dedup_segmented::Error::InvalidParameters(
-                "probe segment out of range",
-            )));
+            return Err(Error::Segmented(
+                url_dedup_segmented::Error::InvalidParameters("probe segment out of range"),
+            ));
         }
         Ok(())
     }
@@ -840,13 +862,16 @@ impl RedisSegmentStore {
             self.pack_bitfield(&mut read, false, *key, members, probes);
         }
         let mut write = Packed::default();
-        let mut calls = 0u32;
+        let mut uncertain = false;
         for round in 0u32.. {
             if round >= 1_000 {
                 return Err(Error::Contended { attempts: round });
             }
+            // Tries of this round: more than one means a try failed on the wire, possibly
+            // after its EXEC ran. A conflict (EXEC answered nil) is a new round, not a failure.
+            let mut tries = 0u32;
             let committed = self.with_connection("optimistic check and insert", |conn| {
-                calls += 1;
+                tries += 1;
                 // The WATCH reply is skipped; one reply per BITFIELD_RO follows.
                 let replies = conn.req_packed_commands(&read.buf, 1, groups.len())?;
                 write.clear();
@@ -856,8 +881,8 @@ impl RedisSegmentStore {
                 let mut set_here: std::collections::HashSet<(u64, u64)> = Default::default();
                 let mut any = false;
                 for ((key, members), reply) in groups.iter().zip(replies) {
-                    let bits = int_array(reply, k * members.len(), &self.options.prefix)
-                        .map_err(|e| {
+                    let bits =
+                        int_array(reply, k * members.len(), &self.options.prefix).map_err(|e| {
                             RedisError::from((redis::ErrorKind::Parse, "bad reply", e.to_string()))
                         })?;
                     let mut fresh_members = Vec::new();
@@ -890,11 +915,12 @@ impl RedisSegmentStore {
                 let exec = conn.req_packed_commands(&write.buf, write.commands - 1, 1)?;
                 Ok(!matches!(exec.first(), Some(Value::Nil) | None))
             })?;
+            uncertain |= tries > 1;
             if committed {
                 break;
             }
         }
-        Ok(calls > 1)
+        Ok(uncertain)
     }
 }
 
@@ -963,7 +989,11 @@ impl SegmentStore for RedisSegmentStore {
             let from = start + data.len() as u64;
             let to = (from + TRANSFER_CHUNK).min(start + bytes) - 1;
             let piece: Vec<u8> = self.with_connection("read segment", |conn| {
-                redis::cmd("GETRANGE").arg(&key).arg(from).arg(to).query(conn)
+                redis::cmd("GETRANGE")
+                    .arg(&key)
+                    .arg(from)
+                    .arg(to)
+                    .query(conn)
             })?;
             if piece.is_empty() {
                 break; // a short or missing string: the rest reads as zeros, as in Redis
@@ -998,7 +1028,11 @@ impl SegmentStore for RedisSegmentStore {
             pipe.cmd("DEL").arg(&scratch).ignore();
             for (n, piece) in bytes.chunks(TRANSFER_CHUNK as usize).enumerate() {
                 let at = start + n * TRANSFER_CHUNK as usize;
-                pipe.cmd("SETRANGE").arg(&scratch).arg(at).arg(piece).ignore();
+                pipe.cmd("SETRANGE")
+                    .arg(&scratch)
+                    .arg(at)
+                    .arg(piece)
+                    .ignore();
             }
             // OR in place: bits already set stay set, so merging never loses an admission.
             pipe.cmd("BITOP")
@@ -1029,7 +1063,8 @@ fn open_client(url: &str) -> Result<Client> {
 }
 
 fn connect(client: &Client, backoff: &Backoff) -> redis::RedisResult<Connection> {
-    let conn = client.get_connection_with_timeout(backoff.initial.max(Duration::from_millis(500)))?;
+    let conn =
+        client.get_connection_with_timeout(backoff.initial.max(Duration::from_millis(500)))?;
     conn.set_read_timeout(Some(backoff.response_timeout))?;
     conn.set_write_timeout(Some(backoff.response_timeout))?;
     Ok(conn)
@@ -1047,11 +1082,18 @@ fn retry_sync<T>(
         attempts += 1;
         match f() {
             Ok(v) => return Ok(v),
-            Err(source) if !is_transient(&source) => return Err(Error::Redis { operation, source }),
+            Err(source) if !is_transient(&source) => {
+                return Err(Error::Redis { operation, source });
+            }
             Err(source) => {
                 let elapsed = start.elapsed();
                 if elapsed + delay > backoff.give_up_after {
-                    return Err(Error::Unavailable { operation, attempts, elapsed, source });
+                    return Err(Error::Unavailable {
+                        operation,
+                        attempts,
+                        elapsed,
+                        source,
+                    });
                 }
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(backoff.max);
@@ -1072,7 +1114,10 @@ fn int_array(reply: Value, expected: usize, key: &str) -> Result<Vec<i64>> {
         other => return Err(corrupt(key, format!("BITFIELD answered {other:?}"))),
     };
     if items.len() != expected {
-        return Err(corrupt(key, format!("BITFIELD answered {} values, not {expected}", items.len())));
+        return Err(corrupt(
+            key,
+            format!("BITFIELD answered {} values, not {expected}", items.len()),
+        ));
     }
     items
         .into_iter()
