@@ -89,6 +89,7 @@ mod signal;
 mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod wire;
 
 pub use error::{Error, Result};
 pub use frontier::{Claim, Frontier, FrontierSettings};
