@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use url_dedup_bloom::{HashKey, ItemHasher, SipHash13, Xxh3};
+use url_dedup_bloom::{HashKey, SipHash13, Xxh3};
 use url_dedup_redis::testing::RedisServer;
 use url_dedup_redis::{Error, RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
 use url_dedup_segmented::{Layout, MemoryStore, SegmentedBloomFilter};
