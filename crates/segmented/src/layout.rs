@@ -1,0 +1,437 @@
+//! Where an item's bits go: which segment, and which bit offsets inside it.
+//!
+//! This is the whole filter logic, as plain values and pure functions, so that every store —
+//! the in-memory one here, a Redis store on another machine — sets exactly the same bits for
+//! the same item.
+
+use url_dedup_bloom::hash::{Digest, reduce};
+use url_dedup_bloom::sizing::{MAX_HASHES, Sizing, blocked_false_positive_rate};
+
+use crate::Error;
+
+/// The smallest segment: one 64-bit word.
+pub const MIN_SEGMENT_BITS: u64 = 64;
+/// The default segment: one 64-byte cache line.
+pub const DEFAULT_SEGMENT_BITS: u64 = 512;
+/// The largest segment: 512 MiB, the largest string Redis stores.
+pub const MAX_SEGMENT_BITS: u64 = 1 << 32;
+
+/// Multiplier of the position sequence: odd, so `x -> x * C` permutes the 64-bit values, and
+/// the golden-ratio constant spreads each step's high bits well.
+const STEP: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The geometry of a segmented filter: `segments` segments of `segment_bits` bits each, and
+/// `hashes` bits per item, all inside the item's one segment.
+///
+/// `segment_bits` is a power of two between [`MIN_SEGMENT_BITS`] and [`MAX_SEGMENT_BITS`], so
+/// bit offsets come from the high bits of a multiply, with no division anywhere.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_segmented::Layout;
+///
+/// // 10 million URLs at 1%, one cache line per segment.
+/// let layout = Layout::for_items(10_000_000, 0.01, 512)?;
+/// assert_eq!(layout.segment_bits(), 512);
+/// assert!(layout.bits() as f64 / 1e7 < 10.2);
+/// assert!(layout.false_positive_rate(10_000_000) <= 0.01);
+/// # Ok::<(), url_dedup_segmented::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "RawLayout", into = "RawLayout")
+)]
+pub struct Layout {
+    segments: u64,
+    segment_bits: u64,
+    hashes: u32,
+    /// `64 - log2(segment_bits)`: the shift that turns a 64-bit value into an offset.
+    shift: u32,
+}
+
+/// The fields of a [`Layout`] before validation (serde goes through this).
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RawLayout {
+    segments: u64,
+    segment_bits: u64,
+    hashes: u32,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<RawLayout> for Layout {
+    type Error = Error;
+    fn try_from(r: RawLayout) -> Result<Self, Error> {
+        Layout::new(r.segments, r.segment_bits, r.hashes)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl From<Layout> for RawLayout {
+    fn from(l: Layout) -> Self {
+        Self {
+            segments: l.segments,
+            segment_bits: l.segment_bits,
+            hashes: l.hashes,
+        }
+    }
+}
+
+impl Layout {
+    /// A layout of explicit size.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameters`] when `segments` is zero, `segment_bits` is not a power of two
+    /// in `64..=2^32`, `hashes` is not in `1..=64`, or the total exceeds 2^64 bits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::Layout;
+    ///
+    /// let l = Layout::new(1_000, 512, 7)?;
+    /// assert_eq!(l.bits(), 512_000);
+    /// assert!(Layout::new(1_000, 500, 7).is_err());
+    /// assert!(Layout::new(0, 512, 7).is_err());
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn new(segments: u64, segment_bits: u64, hashes: u32) -> Result<Self, Error> {
+        check_segment_bits(segment_bits)?;
+        if segments == 0 {
+            return Err(Error::InvalidParameters(
+                "a filter needs at least one segment",
+            ));
+        }
+        if !(1..=MAX_HASHES).contains(&hashes) {
+            return Err(Error::InvalidParameters("hashes must be between 1 and 64"));
+        }
+        if segments.checked_mul(segment_bits).is_none() {
+            return Err(Error::InvalidParameters("filter would exceed 2^64 bits"));
+        }
+        Ok(Self {
+            segments,
+            segment_bits,
+            hashes,
+            shift: 64 - segment_bits.trailing_zeros(),
+        })
+    }
+
+    /// The smallest layout of `segment_bits`-bit segments that holds `items` items at a
+    /// false-positive rate of at most `fpr`, with the number of hashes that minimises the rate.
+    ///
+    /// Uses [`Sizing::blocked`], which accounts for the uneven load of segments (a Poisson
+    /// mixture), so a blocked filter gets the few extra bits it needs over a classic one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameters`] for zero items, a rate outside `(0, 1)`, an invalid segment
+    /// size, or a target no segment of that size can reach.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::Layout;
+    ///
+    /// let line = Layout::for_items(1_000_000, 0.001, 512)?;
+    /// let big = Layout::for_items(1_000_000, 0.001, 1 << 20)?;
+    /// assert!(big.bits() < line.bits()); // larger segments are closer to a classic filter
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn for_items(items: u64, fpr: f64, segment_bits: u64) -> Result<Self, Error> {
+        check_segment_bits(segment_bits)?;
+        let sizing = Sizing::blocked(items, fpr, segment_bits)?;
+        Self::new(sizing.bits / segment_bits, segment_bits, sizing.hashes)
+    }
+
+    /// Number of segments.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(url_dedup_segmented::Layout::new(3, 64, 2)?.segments(), 3);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn segments(&self) -> u64 {
+        self.segments
+    }
+
+    /// Bits per segment (a power of two).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(url_dedup_segmented::Layout::new(3, 1024, 2)?.segment_bits(), 1024);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn segment_bits(&self) -> u64 {
+        self.segment_bits
+    }
+
+    /// 64-bit words per segment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(url_dedup_segmented::Layout::new(3, 512, 2)?.segment_words(), 8);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn segment_words(&self) -> u64 {
+        self.segment_bits / 64
+    }
+
+    /// Bytes per segment: the length of the segment's Redis string.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(url_dedup_segmented::Layout::new(3, 512, 2)?.segment_bytes(), 64);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn segment_bytes(&self) -> u64 {
+        self.segment_bits / 8
+    }
+
+    /// Bits each item sets, all in its segment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(url_dedup_segmented::Layout::new(3, 512, 6)?.hashes(), 6);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn hashes(&self) -> u32 {
+        self.hashes
+    }
+
+    /// Total bits, `segments * segment_bits`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(url_dedup_segmented::Layout::new(3, 512, 6)?.bits(), 1536);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn bits(&self) -> u64 {
+        self.segments * self.segment_bits
+    }
+
+    /// Total 64-bit words.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(url_dedup_segmented::Layout::new(3, 512, 6)?.words(), 24);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn words(&self) -> u64 {
+        self.bits() / 64
+    }
+
+    /// The segment and offset seed of a digest: `h1` picks the segment by multiply-shift
+    /// ([`reduce`]), `h2` seeds the offsets.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_bloom::hash::Digest;
+    /// use url_dedup_segmented::Layout;
+    ///
+    /// let l = Layout::new(100, 512, 7)?;
+    /// let p = l.probe(Digest { h1: u64::MAX, h2: 5 });
+    /// assert_eq!(p.segment, 99);
+    /// assert_eq!(p.seed, 5);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn probe(&self, digest: Digest) -> Probe {
+        Probe {
+            segment: reduce(digest.h1, self.segments),
+            seed: digest.h2,
+        }
+    }
+
+    /// The `hashes` bit offsets of a probe inside its segment, in `0..segment_bits`, numbered
+    /// as Redis numbers bits (see [`bit_order`](crate::bit_order)).
+    ///
+    /// Offset `i` is the top `log2(segment_bits)` bits of `seed * C^i` for an odd constant `C`:
+    /// one multiply per offset, uniform over the segment, and the same for every segment size
+    /// (the scheme of RocksDB's cache-local Bloom filter, on 64-bit values). Offsets of one item
+    /// may coincide; the sizing's Poisson model counts that.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, Probe};
+    ///
+    /// let l = Layout::new(10, 512, 7)?;
+    /// let offsets: Vec<u64> = l.offsets(Probe { segment: 3, seed: 0xdead_beef_cafe_f00d }).collect();
+    /// assert_eq!(offsets.len(), 7);
+    /// assert!(offsets.iter().all(|&o| o < 512));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn offsets(&self, probe: Probe) -> Offsets {
+        Offsets {
+            x: probe.seed,
+            shift: self.shift,
+            left: self.hashes,
+        }
+    }
+
+    /// Expected false-positive rate after `items` distinct insertions (the Poisson-mixture rate
+    /// of [`blocked_false_positive_rate`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let l = url_dedup_segmented::Layout::for_items(100_000, 0.01, 512)?;
+    /// assert!(l.false_positive_rate(100_000) <= 0.01);
+    /// assert!(l.false_positive_rate(200_000) > 0.01);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn false_positive_rate(&self, items: u64) -> f64 {
+        if items == 0 {
+            return 0.0;
+        }
+        blocked_false_positive_rate(
+            self.segment_bits,
+            self.bits() as f64 / items as f64,
+            self.hashes,
+        )
+    }
+}
+
+fn check_segment_bits(segment_bits: u64) -> Result<(), Error> {
+    if !segment_bits.is_power_of_two()
+        || !(MIN_SEGMENT_BITS..=MAX_SEGMENT_BITS).contains(&segment_bits)
+    {
+        return Err(Error::InvalidParameters(
+            "segment size must be a power of two between 64 and 2^32 bits",
+        ));
+    }
+    Ok(())
+}
+
+/// One item, located: its segment and the seed of its bit offsets.
+///
+/// What a [`SegmentStore`](crate::SegmentStore) receives. A store derives the offsets with
+/// [`Layout::offsets`], so it never needs the item or the hash key.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_segmented::{Layout, Probe};
+/// use url_dedup_bloom::hash::Digest;
+///
+/// let l = Layout::new(8, 512, 3)?;
+/// let p: Probe = l.probe(Digest { h1: 0, h2: 1 });
+/// assert_eq!(p, Probe { segment: 0, seed: 1 });
+/// # Ok::<(), url_dedup_segmented::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Probe {
+    /// The segment, in `0..segments`.
+    pub segment: u64,
+    /// Seeds the bit offsets inside the segment.
+    pub seed: u64,
+}
+
+/// Iterator over a probe's bit offsets; see [`Layout::offsets`].
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_segmented::{Layout, Probe};
+///
+/// let l = Layout::new(1, 64, 2)?;
+/// let mut it = l.offsets(Probe { segment: 0, seed: 0 });
+/// assert_eq!(it.len(), 2);
+/// assert_eq!(it.next(), Some(0));
+/// # Ok::<(), url_dedup_segmented::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Offsets {
+    x: u64,
+    shift: u32,
+    left: u32,
+}
+
+impl Iterator for Offsets {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let offset = self.x >> self.shift;
+        self.x = self.x.wrapping_mul(STEP);
+        Some(offset)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Offsets {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_cover_every_bit_of_a_segment_uniformly() {
+        let l = Layout::new(1, 512, 8).unwrap();
+        let mut counts = [0u32; 512];
+        let mut x = 1u64;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(0x2545_f491_4f6c_dd1d)
+                .wrapping_add(0x1234_5678);
+            for o in l.offsets(Probe {
+                segment: 0,
+                seed: x,
+            }) {
+                counts[o as usize] += 1;
+            }
+        }
+        // 160,000 draws over 512 bits: 312.5 expected per bit, sd ~17.7.
+        let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+        assert!(*min > 220 && *max < 410, "min {min} max {max}");
+    }
+
+    #[test]
+    fn sizing_matches_published_figures() {
+        // ~9.9 bits per item for 1% and ~15.5 for 0.1% with 512-bit blocks.
+        let a = Layout::for_items(10_000_000, 0.01, 512).unwrap();
+        let b = Layout::for_items(10_000_000, 0.001, 512).unwrap();
+        let per = |l: Layout| l.bits() as f64 / 1e7;
+        assert!((9.7..10.2).contains(&per(a)), "{}", per(a));
+        assert!((15.0..16.2).contains(&per(b)), "{}", per(b));
+    }
+
+    #[test]
+    fn largest_segments_use_every_offset_bit() {
+        let l = Layout::new(2, MAX_SEGMENT_BITS, 2).unwrap();
+        let mut it = l.offsets(Probe {
+            segment: 1,
+            seed: u64::MAX,
+        });
+        assert_eq!(it.next(), Some(MAX_SEGMENT_BITS - 1));
+    }
+}

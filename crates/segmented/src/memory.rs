@@ -1,0 +1,501 @@
+//! The in-memory segment store: cache-line-aligned atomic words, striped locks for
+//! exactly-once admission, and a dirty bit per segment for incremental checkpoints.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::stripes::Stripes;
+use crate::{Error, Layout, Probe, SegmentStore, bit_order};
+
+/// Segments in memory, shared between threads by `&self`.
+///
+/// * Words are 64-byte aligned, so a 512-bit segment is exactly one cache line: an item costs
+///   one cache miss at most.
+/// * [`check_and_insert`](Self::check_and_insert) first tests the item's bits with plain loads;
+///   only if one is missing does it take the segment's stripe lock and test-and-set under it.
+///   Known items and queries never write and never lock.
+/// * Each segment has a dirty bit, set when a write changes it and cleared when a checkpoint
+///   copies it, so an incremental checkpoint holds only what changed.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+///
+/// let store = MemoryStore::new(Layout::new(16, 512, 7)?)?;
+/// let p = Probe { segment: 3, seed: 0x1234_5678_9abc_def1 };
+/// assert!(!store.contains(p));
+/// assert!(store.check_and_insert(p));
+/// assert!(!store.check_and_insert(p));
+/// assert!(store.contains(p));
+/// assert_eq!(store.dirty_segments(), vec![3]);
+/// # Ok::<(), url_dedup_segmented::Error>(())
+/// ```
+pub struct MemoryStore {
+    layout: Layout,
+    /// Words with up to seven words of slack in front, so that `base` can be 64-byte aligned
+    /// without `unsafe` or a custom allocator.
+    storage: Box<[AtomicU64]>,
+    base: usize,
+    segment_words: usize,
+    stripes: Stripes,
+    dirty: Box<[AtomicU64]>,
+}
+
+impl MemoryStore {
+    /// An empty store for `layout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfMemory`] when the words cannot be allocated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore};
+    ///
+    /// let store = MemoryStore::new(Layout::new(1_000, 512, 7)?)?;
+    /// assert_eq!(store.count_ones(), 0);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn new(layout: Layout) -> Result<Self, Error> {
+        let words = layout.words();
+        let bytes = words.saturating_mul(8);
+        let oom = Error::OutOfMemory { bytes };
+        let len = usize::try_from(words)
+            .ok()
+            .and_then(|w| w.checked_add(7))
+            .ok_or(Error::OutOfMemory { bytes })?;
+        let segment_words =
+            usize::try_from(layout.segment_words()).map_err(|_| Error::OutOfMemory { bytes })?;
+        let dirty_len = usize::try_from(layout.segments().div_ceil(64))
+            .map_err(|_| Error::OutOfMemory { bytes })?;
+        let mut storage: Vec<AtomicU64> = Vec::new();
+        storage.try_reserve_exact(len).map_err(|_| oom)?;
+        storage.resize_with(len, || AtomicU64::new(0));
+        let storage = storage.into_boxed_slice();
+        // The address decides how many slack words put `base` on a 64-byte boundary; it is read
+        // after boxing because shrinking to fit may have moved the allocation.
+        let base = (storage.as_ptr() as usize).wrapping_neg() % 64 / 8;
+        let mut dirty: Vec<AtomicU64> = Vec::new();
+        dirty
+            .try_reserve_exact(dirty_len)
+            .map_err(|_| Error::OutOfMemory { bytes })?;
+        dirty.resize_with(dirty_len, || AtomicU64::new(0));
+        Ok(Self {
+            layout,
+            storage,
+            base,
+            segment_words,
+            stripes: Stripes::for_this_machine(),
+            dirty: dirty.into_boxed_slice(),
+        })
+    }
+
+    /// The geometry of this store.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore};
+    ///
+    /// let l = Layout::new(4, 1024, 5)?;
+    /// assert_eq!(MemoryStore::new(l)?.layout(), l);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The words of one segment; empty for an out-of-range index, which the filter never
+    /// produces (its segments come from [`Layout::probe`]).
+    #[inline]
+    fn segment(&self, segment: u64) -> &[AtomicU64] {
+        let start = self.base + (segment as usize).wrapping_mul(self.segment_words);
+        self.storage
+            .get(start..start.wrapping_add(self.segment_words))
+            .unwrap_or(&[])
+    }
+
+    /// The masks of a probe's bits, one per word of a segment of at most 512 bits.
+    #[inline]
+    fn line_masks(&self, probe: Probe) -> [u64; 8] {
+        let mut masks = [0u64; 8];
+        for offset in self.layout.offsets(probe) {
+            masks[(offset >> 6) as usize & 7] |= bit_order::mask(offset);
+        }
+        masks
+    }
+
+    /// Whether all of a probe's bits are set. Never writes, never locks.
+    ///
+    /// # Examples
+    ///
+    /// See [`MemoryStore`].
+    #[inline]
+    pub fn contains(&self, probe: Probe) -> bool {
+        let segment = self.segment(probe.segment);
+        if let Ok(line) = <&[AtomicU64; 8]>::try_from(segment) {
+            let masks = self.line_masks(probe);
+            let mut missing = 0;
+            for (word, mask) in line.iter().zip(masks) {
+                missing |= mask & !word.load(Relaxed);
+            }
+            missing == 0
+        } else if segment.len() < 8 {
+            let masks = self.line_masks(probe);
+            segment
+                .iter()
+                .zip(masks)
+                .all(|(word, mask)| word.load(Relaxed) & mask == mask)
+        } else {
+            self.layout.offsets(probe).all(|offset| {
+                let (w, mask) = bit_order::locate(offset);
+                segment.get(w).is_some_and(|x| x.load(Relaxed) & mask != 0)
+            })
+        }
+    }
+
+    /// Sets a probe's bits; `true` if any was zero. Atomic per probe: of several threads
+    /// inserting the same new probe at once, exactly one gets `true`.
+    ///
+    /// # Examples
+    ///
+    /// See [`MemoryStore`].
+    #[inline]
+    pub fn check_and_insert(&self, probe: Probe) -> bool {
+        let segment = self.segment(probe.segment);
+        if let Ok(line) = <&[AtomicU64; 8]>::try_from(segment) {
+            let masks = self.line_masks(probe);
+            let mut missing = 0;
+            for (word, mask) in line.iter().zip(masks) {
+                missing |= mask & !word.load(Relaxed);
+            }
+            if missing == 0 {
+                return false;
+            }
+            let _guard = self.stripes.lock(probe.segment);
+            // Under the lock no other writer touches this segment: test again (another thread
+            // may have inserted the item since the pre-test) and set with plain stores.
+            let mut changed = false;
+            for (word, mask) in line.iter().zip(masks) {
+                let old = word.load(Relaxed);
+                if old & mask != mask {
+                    word.store(old | mask, Relaxed);
+                    changed = true;
+                }
+            }
+            if changed {
+                self.mark_dirty(probe.segment);
+            }
+            changed
+        } else {
+            self.check_and_insert_general(segment, probe)
+        }
+    }
+
+    #[cold]
+    fn check_and_insert_general(&self, segment: &[AtomicU64], probe: Probe) -> bool {
+        let set = |offset: u64| {
+            let (w, mask) = bit_order::locate(offset);
+            segment.get(w).is_none_or(|x| x.load(Relaxed) & mask != 0)
+        };
+        if self.layout.offsets(probe).all(set) {
+            return false;
+        }
+        let _guard = self.stripes.lock(probe.segment);
+        let mut changed = false;
+        for offset in self.layout.offsets(probe) {
+            let (w, mask) = bit_order::locate(offset);
+            if let Some(word) = segment.get(w) {
+                let old = word.load(Relaxed);
+                if old & mask == 0 {
+                    word.store(old | mask, Relaxed);
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.mark_dirty(probe.segment);
+        }
+        changed
+    }
+
+    /// Brings a segment's first cache line towards the core, so that a later access does not
+    /// wait for memory. A plain load whose value is discarded: portable and safe, and the
+    /// out-of-order core overlaps a whole batch of them (see the crate's benchmark notes).
+    #[inline]
+    pub(crate) fn prefetch(&self, segment: u64) {
+        if let Some(word) = self.segment(segment).first() {
+            std::hint::black_box(word.load(Relaxed));
+        }
+    }
+
+    #[inline]
+    fn mark_dirty(&self, segment: u64) {
+        if let Some(word) = self.dirty.get((segment / 64) as usize) {
+            let bit = 1u64 << (segment % 64);
+            // Test first: once a segment is dirty, further writes leave the shared word alone.
+            if word.load(Relaxed) & bit == 0 {
+                word.fetch_or(bit, Relaxed);
+            }
+        }
+    }
+
+    /// Copies one segment into `out` (appending `segment_words` words) and clears its dirty bit,
+    /// as one step with respect to writers: a write that lands after the copy marks it dirty
+    /// again.
+    pub(crate) fn take_segment(&self, segment: u64, out: &mut Vec<u64>) -> Result<(), Error> {
+        let words = self.checked_segment(segment)?;
+        let _guard = self.stripes.lock(segment);
+        if let Some(word) = self.dirty.get((segment / 64) as usize) {
+            word.fetch_and(!(1u64 << (segment % 64)), Relaxed);
+        }
+        out.extend(words.iter().map(|w| w.load(Relaxed)));
+        Ok(())
+    }
+
+    /// Marks segments dirty again (after a checkpoint that could not be written).
+    pub(crate) fn remark_dirty(&self, segments: impl IntoIterator<Item = u64>) {
+        for segment in segments {
+            self.mark_dirty(segment);
+        }
+    }
+
+    fn checked_segment(&self, segment: u64) -> Result<&[AtomicU64], Error> {
+        if segment >= self.layout.segments() {
+            return Err(Error::InvalidParameters("segment index out of range"));
+        }
+        Ok(self.segment(segment))
+    }
+
+    /// Copies one segment's words (bit convention of [`bit_order`]) into `out`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameters`] for a segment index out of range.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore};
+    ///
+    /// let store = MemoryStore::new(Layout::new(2, 128, 1)?)?;
+    /// store.merge_segment(1, &[1, 2])?;
+    /// let mut out = Vec::new();
+    /// store.read_segment(1, &mut out)?;
+    /// assert_eq!(out, [1, 2]);
+    /// assert!(store.read_segment(2, &mut out).is_err());
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn read_segment(&self, segment: u64, out: &mut Vec<u64>) -> Result<(), Error> {
+        let words = self.checked_segment(segment)?;
+        let _guard = self.stripes.lock(segment);
+        out.extend(words.iter().map(|w| w.load(Relaxed)));
+        Ok(())
+    }
+
+    /// ORs `words` into one segment; returns whether any bit changed. Extra words beyond the
+    /// segment are an error; fewer words leave the rest of the segment as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameters`] for a segment index out of range or too many words.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore};
+    ///
+    /// let store = MemoryStore::new(Layout::new(2, 128, 1)?)?;
+    /// assert!(store.merge_segment(0, &[7, 0])?);
+    /// assert!(!store.merge_segment(0, &[3])?);
+    /// assert!(store.merge_segment(0, &[0, 0, 1]).is_err());
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<bool, Error> {
+        let target = self.checked_segment(segment)?;
+        if words.len() > target.len() {
+            return Err(Error::InvalidParameters(
+                "more words than the segment holds",
+            ));
+        }
+        let _guard = self.stripes.lock(segment);
+        let mut changed = false;
+        for (word, &add) in target.iter().zip(words) {
+            let old = word.load(Relaxed);
+            if old | add != old {
+                word.store(old | add, Relaxed);
+                changed = true;
+            }
+        }
+        if changed {
+            self.mark_dirty(segment);
+        }
+        Ok(changed)
+    }
+
+    /// The segments changed since they were last copied by a checkpoint or snapshot, in
+    /// ascending order (a moment's view while other threads insert).
+    ///
+    /// # Examples
+    ///
+    /// See [`MemoryStore`].
+    pub fn dirty_segments(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (i, word) in self.dirty.iter().enumerate() {
+            let mut bits = word.load(Relaxed);
+            while bits != 0 {
+                out.push(i as u64 * 64 + u64::from(bits.trailing_zeros()));
+                bits &= bits - 1;
+            }
+        }
+        out
+    }
+
+    /// Forgets every dirty mark (the store now equals what was last saved).
+    pub(crate) fn clear_dirty(&mut self) {
+        for w in self.dirty.iter_mut() {
+            *w.get_mut() = 0;
+        }
+    }
+
+    /// Marks every segment dirty, so the next checkpoint holds the whole filter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore};
+    ///
+    /// let store = MemoryStore::new(Layout::new(70, 64, 1)?)?;
+    /// store.mark_all_dirty();
+    /// assert_eq!(store.dirty_segments().len(), 70);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn mark_all_dirty(&self) {
+        let segments = self.layout.segments();
+        for (i, word) in self.dirty.iter().enumerate() {
+            let left = segments - i as u64 * 64;
+            let bits = if left >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << left) - 1
+            };
+            word.store(bits, Relaxed);
+        }
+    }
+
+    /// Number of bits set.
+    ///
+    /// # Examples
+    ///
+    /// See [`MemoryStore::new`].
+    pub fn count_ones(&self) -> u64 {
+        self.words()
+            .iter()
+            .map(|w| u64::from(w.load(Relaxed).count_ones()))
+            .sum()
+    }
+
+    /// All words, in segment order (a moment's view while other threads insert).
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        let len = self.layout.words() as usize;
+        self.storage.get(self.base..self.base + len).unwrap_or(&[])
+    }
+
+    /// Zeroes every bit and dirty flag.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+    ///
+    /// let mut store = MemoryStore::new(Layout::new(4, 512, 3)?)?;
+    /// store.check_and_insert(Probe { segment: 1, seed: 99 });
+    /// store.clear();
+    /// assert_eq!(store.count_ones(), 0);
+    /// assert!(store.dirty_segments().is_empty());
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        for w in self.storage.iter_mut().chain(self.dirty.iter_mut()) {
+            *w.get_mut() = 0;
+        }
+    }
+
+    /// Heap bytes held: the words, their alignment slack, the dirty bits and the locks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore};
+    ///
+    /// let store = MemoryStore::new(Layout::new(1_000, 512, 7)?)?;
+    /// assert!(store.memory_bytes() >= 64_000);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn memory_bytes(&self) -> u64 {
+        ((self.storage.len() + self.dirty.len()) * 8 + self.stripes.bytes()) as u64
+    }
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SegmentStore for MemoryStore {
+    type Error = Error;
+
+    fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    fn check_and_insert(&self, probes: &[Probe], new: &mut Vec<bool>) -> Result<(), Error> {
+        check_probes(&self.layout, probes)?;
+        new.reserve(probes.len());
+        for chunk in probes.chunks(crate::batch::CHUNK) {
+            for p in chunk {
+                self.prefetch(p.segment);
+            }
+            new.extend(
+                chunk
+                    .iter()
+                    .map(|&p| MemoryStore::check_and_insert(self, p)),
+            );
+        }
+        Ok(())
+    }
+
+    fn contains(&self, probes: &[Probe], found: &mut Vec<bool>) -> Result<(), Error> {
+        check_probes(&self.layout, probes)?;
+        found.reserve(probes.len());
+        for chunk in probes.chunks(crate::batch::CHUNK) {
+            for p in chunk {
+                self.prefetch(p.segment);
+            }
+            found.extend(chunk.iter().map(|&p| MemoryStore::contains(self, p)));
+        }
+        Ok(())
+    }
+
+    fn read_segment(&self, segment: u64, out: &mut Vec<u64>) -> Result<(), Error> {
+        MemoryStore::read_segment(self, segment, out)
+    }
+
+    fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<(), Error> {
+        MemoryStore::merge_segment(self, segment, words).map(|_| ())
+    }
+}
+
+/// Probes handed in through the trait may come from anywhere: reject out-of-range segments
+/// before touching anything, so a batch is all-or-nothing on bad input.
+fn check_probes(layout: &Layout, probes: &[Probe]) -> Result<(), Error> {
+    if probes.iter().any(|p| p.segment >= layout.segments()) {
+        return Err(Error::InvalidParameters("probe segment out of range"));
+    }
+    Ok(())
+}
