@@ -34,6 +34,12 @@ pub(crate) enum CrawlError {
     /// The done-set filter could not be built.
     #[error("dedup filter: {0}")]
     Filter(#[from] url_dedup_bloom::Error),
+    /// The shared crawl's Redis failed or refused (after its retries).
+    #[error("shared crawl: {0}")]
+    Shared(#[from] url_dedup_redis::Error),
+    /// A Redis command of the shared crawl failed.
+    #[error("shared crawl: {0}")]
+    Redis(#[from] redis::RedisError),
 }
 
 impl CrawlError {

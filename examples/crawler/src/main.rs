@@ -47,12 +47,15 @@ mod checkpoint;
 mod content_coding;
 mod crawl;
 mod demo;
+mod distributed;
 mod error;
 mod fetch;
 mod frontier;
 mod journal;
 mod links;
+mod logger;
 mod mirror;
+mod monitor;
 mod options;
 mod page;
 mod robots;
@@ -87,6 +90,32 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         if options.demo {
             return demo::run(&options).await;
+        }
+        if let Some(redis) = &options.redis {
+            if options.stop {
+                return distributed::raise_stop(redis, &options.crawl_name).await;
+            }
+            let level = if options.quiet {
+                tracing::Level::WARN
+            } else {
+                tracing::Level::INFO
+            };
+            tracing_subscriber::fmt()
+                .with_writer(std::io::stderr)
+                .with_max_level(level)
+                .init();
+            let config = options.config(&canonical::Canonicalizer::default())?;
+            let shared = distributed::Shared {
+                redis: redis.clone(),
+                name: options.crawl_name.clone(),
+                lease: std::time::Duration::from_millis(options.lease_ms.max(100)),
+                status: options.status,
+                rate: options.rate,
+                log_cap: options.log_cap,
+            };
+            let summary = distributed::run(config, shared).await?;
+            println!("{summary}");
+            return Ok(());
         }
         let config = options.config(&canonical::Canonicalizer::default())?;
         let summary = crawl::run(config).await?;

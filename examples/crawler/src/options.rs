@@ -24,7 +24,7 @@ pub(crate) const AGENT_TOKEN: &str = "url-dedup-crawler";
 #[command(name = "crawler", version, about, long_about = None)]
 pub(crate) struct Options {
     /// Start URLs (http or https).
-    #[arg(required_unless_present = "demo")]
+    #[arg(required_unless_present_any = ["demo", "stop"])]
     pub(crate) seeds: Vec<String>,
 
     /// Crawl an embedded demo site on loopback and explain what each mechanism did.
@@ -146,6 +146,40 @@ pub(crate) struct Options {
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+
+    /// Share the crawl with other processes through this Redis (`redis://host:port`): one
+    /// frontier, one seen-filter, leases and heartbeats (see docs/distributed.md).
+    #[arg(long, value_name = "URL")]
+    pub(crate) redis: Option<String>,
+
+    /// Name of the shared crawl in Redis; processes with the same name cooperate.
+    #[arg(long, default_value = "crawl", value_name = "NAME")]
+    pub(crate) crawl_name: String,
+
+    /// Membership lease of a process sharing a crawl: after this long without a heartbeat, its
+    /// claimed URLs go back to the frontier for the others.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub(crate) lease_ms: u64,
+
+    /// Raise the stop flag of the shared crawl (--redis, --crawl-name): every process finishes
+    /// its requests in flight and exits. Nothing is crawled.
+    #[arg(long, requires = "redis")]
+    pub(crate) stop: bool,
+
+    /// Serve the status page (HTML at `/`, JSON at `/status.json`, `POST /rate?pages_per_sec=N`)
+    /// on this address, e.g. 127.0.0.1:8080 (port 0 picks a free one; the address is printed).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) status: Option<std::net::SocketAddr>,
+
+    /// Most pages per second this process starts (0: no limit); changeable at run time through
+    /// the status page.
+    #[arg(long, default_value_t = 0.0, value_name = "N")]
+    pub(crate) rate: f64,
+
+    /// Longest entry count of the shared log stream in Redis (warnings and errors of every
+    /// process).
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub(crate) log_cap: u64,
 }
 
 /// Everything a crawl needs to know, checked.

@@ -1,0 +1,482 @@
+//! Several crawler processes, one crawl (document 003): `--redis URL` puts the run queue and
+//! the done set in Redis through `url_dedup_redis`.
+//!
+//! * **Frontier**: `url_dedup_redis::Frontier`, per-host queues with leases. A claimed URL
+//!   stays in this process's processing set until acknowledged; the new URLs a page links to
+//!   are pushed *before* the page is acknowledged, so "queue empty and nothing in flight" means
+//!   the crawl is really over, for every process at once.
+//! * **Done set**: one `SegmentedBloomFilter` whose segments live in Redis
+//!   (`RedisSegmentStore`): `BITFIELD` test-and-set, so of two processes finding the same new
+//!   link, exactly one pushes it. The hash key is drawn once per crawl and kept in Redis (`SET
+//!   NX`), so every process computes the same bits and nobody outside can aim at them.
+//! * **Membership**: a heartbeat lease per process. A process that dies (`kill -9`) stops
+//!   renewing it; the others' housekeeping calls `requeue_dead`, and its claimed URLs go back
+//!   to the front of their hosts' queues (at-least-once: those few are fetched again).
+//! * **Idle spiders** wait in `claim_wait`, woken by the frontier's pub/sub signal when a URL
+//!   is pushed, with a polling fallback.
+//! * **Stop flag**: `crawler --redis URL --crawl-name NAME --stop` sets a key; every process
+//!   sees it within a heartbeat, finishes its fetches in flight, acknowledges them and leaves.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use reqwest::header;
+use url::Url;
+use url_dedup_bloom::{HashKey, SipHash13};
+use url_dedup_redis::{
+    ClaimedTask, Frontier, FrontierSettings, Link, Membership, Namespace, NewTask,
+    RedisSegmentStore, StoreOptions, WorkerId,
+};
+use url_dedup_segmented::SegmentedBloomFilter;
+
+use crate::canonical::Canonicalizer;
+use crate::error::CrawlError;
+use crate::fetch::Fetcher;
+use crate::links::{self, ExtractOptions};
+use crate::logger::Logger;
+use crate::monitor::{Counters, Monitor, Pacer};
+use crate::options::CrawlConfig;
+use crate::robots::RobotsRules;
+
+type SeenFilter = SegmentedBloomFilter<SipHash13, RedisSegmentStore>;
+
+/// How long an idle spider waits for work before it checks whether the crawl is over.
+const IDLE_WAIT: Duration = Duration::from_millis(300);
+
+/// Where a process finds the shared crawl.
+#[derive(Clone, Debug)]
+pub(crate) struct Shared {
+    pub(crate) redis: String,
+    pub(crate) name: String,
+    pub(crate) lease: Duration,
+    pub(crate) status: Option<std::net::SocketAddr>,
+    pub(crate) rate: f64,
+    pub(crate) log_cap: u64,
+}
+
+/// One process of a shared crawl.
+struct Node {
+    config: CrawlConfig,
+    canon: Canonicalizer,
+    fetcher: Fetcher,
+    frontier: Frontier,
+    members: Membership,
+    me: WorkerId,
+    seen: Arc<SeenFilter>,
+    conn: ConnectionManager,
+    stop_key: String,
+    robots: Mutex<HashMap<String, Arc<RobotsRules>>>,
+    monitor: Arc<Monitor>,
+    fetched_log: Mutex<std::io::BufWriter<std::fs::File>>,
+    stopping: AtomicBool,
+    started: AtomicU64,
+}
+
+/// Raises the stop flag of a shared crawl and wakes its idle spiders.
+pub(crate) async fn raise_stop(redis: &str, name: &str) -> Result<(), CrawlError> {
+    let link = Link::connect(redis).await?;
+    let ns = Namespace::new(name)?;
+    let mut conn = link.connection();
+    let () = redis::cmd("SET")
+        .arg(ns.key("stop"))
+        .arg("1")
+        .query_async(&mut conn)
+        .await?;
+    Ok(())
+}
+
+/// Joins (or starts) the shared crawl and works until it is done or stopped; returns this
+/// process's counters as one JSON line.
+pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, CrawlError> {
+    std::fs::create_dir_all(&config.out)
+        .map_err(CrawlError::io("creating output directory", &config.out))?;
+    let link = Link::connect(&shared.redis).await?;
+    let ns = Namespace::new(&shared.name)?;
+    let mut conn = link.connection();
+    let me = WorkerId::random("crawler");
+
+    let key = crawl_key(&mut conn, &ns).await?;
+    let seen = {
+        let (redis, prefix) = (shared.redis.clone(), format!("{}:seen", shared.name));
+        let (items, fpr) = (
+            config.filter.expected_urls,
+            config.filter.false_positive_rate,
+        );
+        tokio::task::spawn_blocking(move || {
+            let layout = RedisSegmentStore::layout_for(items, fpr)?;
+            RedisSegmentStore::create_filter(
+                &redis,
+                StoreOptions::new(prefix),
+                layout,
+                SipHash13::new(key),
+                items,
+            )
+        })
+        .await
+        .map_err(|e| CrawlError::Options(format!("filter setup: {e}")))??
+    };
+    let frontier = Frontier::with_settings(
+        link.clone(),
+        ns.clone(),
+        FrontierSettings {
+            host_delay: config.delay,
+            ..Default::default()
+        },
+    );
+    let members = Membership::with_ttl(link.clone(), ns.clone(), shared.lease);
+    members.join(&me).await?;
+
+    let logger = Logger::new(
+        me.to_string(),
+        Some((conn.clone(), ns.key("log"))),
+        shared.log_cap,
+    );
+    let monitor = Arc::new(Monitor {
+        process: me.to_string(),
+        crawl: shared.name.clone(),
+        counters: Counters::default(),
+        pacer: Pacer::new(shared.rate),
+        logger,
+        started: tokio::time::Instant::now(),
+    });
+    if let Some(addr) = shared.status {
+        let bound = crate::monitor::serve(monitor.clone(), addr)
+            .await
+            .map_err(CrawlError::io("binding status address", addr.to_string()))?;
+        eprintln!("status page: http://{bound}/");
+    }
+    let log_path = config.out.join(format!("fetched-{me}.tsv"));
+    let file = std::fs::File::create(&log_path).map_err(CrawlError::io("creating", &log_path))?;
+
+    let node = Arc::new(Node {
+        canon: Canonicalizer::default(),
+        fetcher: Fetcher::new(config.fetch.clone())?,
+        frontier,
+        members,
+        me,
+        seen: Arc::new(seen),
+        conn,
+        stop_key: ns.key("stop"),
+        robots: Mutex::new(HashMap::new()),
+        monitor,
+        fetched_log: Mutex::new(std::io::BufWriter::new(file)),
+        stopping: AtomicBool::new(false),
+        started: AtomicU64::new(0),
+        config,
+    });
+    node.monitor
+        .logger
+        .info(&format!("joined crawl {}", shared.name))
+        .await;
+
+    // Every process offers the seeds: the shared filter lets exactly one push each.
+    let seeds = node.config.seeds.clone();
+    node.offer(seeds).await?;
+
+    let housekeeping = tokio::spawn(housekeeping(node.clone(), shared.lease));
+    let spiders: Vec<_> = (0..node.config.workers)
+        .map(|_| tokio::spawn(spider(node.clone())))
+        .collect();
+    let mut failure = None;
+    for s in spiders {
+        match s.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failure = Some(e),
+            Err(e) => failure = Some(CrawlError::Options(format!("spider failed: {e}"))),
+        }
+    }
+    housekeeping.abort();
+    node.fetched_log
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .flush()
+        .map_err(CrawlError::io("writing", &log_path))?;
+    // Nothing should be held here; whatever is goes back for the others at once.
+    node.frontier.requeue_worker(&node.me).await?;
+    node.members.leave(&node.me).await?;
+    if let Some(e) = failure {
+        node.monitor.logger.error(&e.to_string()).await;
+        return Err(e);
+    }
+    let status = serde_json::to_string(&summary(&node)).unwrap_or_default();
+    Ok(status)
+}
+
+fn summary(node: &Node) -> HashMap<&'static str, serde_json::Value> {
+    let c = &node.monitor.counters;
+    let load = |a: &AtomicU64| serde_json::Value::from(a.load(Ordering::Relaxed));
+    HashMap::from([
+        ("process", serde_json::Value::from(node.me.to_string())),
+        ("fetched", load(&c.fetched)),
+        ("not_modified", load(&c.not_modified)),
+        ("queued", load(&c.queued)),
+        ("duplicates", load(&c.duplicates)),
+        ("traps", load(&c.traps)),
+        ("skipped", load(&c.skipped)),
+        ("errors", load(&c.errors)),
+        ("bytes", load(&c.bytes)),
+    ])
+}
+
+/// The crawl's hash key: drawn by the first process, read by the others.
+async fn crawl_key(conn: &mut ConnectionManager, ns: &Namespace) -> Result<HashKey, CrawlError> {
+    let name = ns.key("hash-key");
+    let fresh: String = HashKey::random()
+        .to_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let _: Option<String> = redis::cmd("SET")
+        .arg(&name)
+        .arg(&fresh)
+        .arg("NX")
+        .query_async(conn)
+        .await?;
+    let stored: String = redis::cmd("GET").arg(&name).query_async(conn).await?;
+    let bad = || CrawlError::Options(format!("{name} in Redis is not a 32-digit hex key"));
+    if stored.len() != 32 || !stored.is_ascii() {
+        return Err(bad());
+    }
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&stored[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(HashKey::from_bytes(bytes))
+}
+
+/// Heartbeats, requeueing the tasks of dead processes, and watching the stop flag.
+async fn housekeeping(node: Arc<Node>, lease: Duration) {
+    let mut beat = tokio::time::interval((lease / 3).max(Duration::from_millis(50)));
+    loop {
+        beat.tick().await;
+        match node.members.heartbeat(&node.me).await {
+            Ok(true) => {}
+            Ok(false) => {
+                // Presumed dead while stalled: our tasks were handed out again; rejoin.
+                node.monitor
+                    .logger
+                    .warn("membership lease lost; rejoining")
+                    .await;
+                let _ = node.members.join(&node.me).await;
+            }
+            Err(e) => node.monitor.logger.warn(&format!("heartbeat: {e}")).await,
+        }
+        match node.frontier.requeue_dead().await {
+            Ok(0) => {}
+            Ok(n) => {
+                node.monitor
+                    .logger
+                    .warn(&format!("requeued {n} URLs of a dead process"))
+                    .await
+            }
+            Err(e) => node.monitor.logger.warn(&format!("requeue: {e}")).await,
+        }
+        if node.stop_raised().await {
+            node.stopping.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One spider: claims a URL, crawls it, acknowledges it; until the crawl is over or stopped.
+async fn spider(node: Arc<Node>) -> Result<(), CrawlError> {
+    loop {
+        if node.stopping.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match node.frontier.claim_wait(&node.me, IDLE_WAIT).await? {
+            Some(task) => {
+                if let Some(max) = node.config.max_pages
+                    && node.started.fetch_add(1, Ordering::Relaxed) >= max
+                {
+                    node.frontier.release(&task).await?;
+                    node.stopping.store(true, Ordering::Relaxed);
+                    return Ok(());
+                }
+                node.crawl(&task).await?;
+                node.frontier.ack(&task).await?;
+            }
+            None => {
+                if node.stop_raised().await {
+                    node.stopping.store(true, Ordering::Relaxed);
+                    return Ok(());
+                }
+                if node.frontier.pending().await? == 0 && node.frontier.in_flight().await? == 0 {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+impl Node {
+    async fn stop_raised(&self) -> bool {
+        let mut conn = self.conn.clone();
+        let flag: redis::RedisResult<Option<String>> = redis::cmd("GET")
+            .arg(&self.stop_key)
+            .query_async(&mut conn)
+            .await;
+        matches!(flag, Ok(Some(_)))
+    }
+
+    /// Offers links to the shared done set; pushes the new ones to the frontier.
+    async fn offer(&self, found: Vec<Url>) -> Result<(), CrawlError> {
+        let c = &self.monitor.counters;
+        let mut urls = Vec::with_capacity(found.len());
+        for link in found {
+            let Ok(url) = self.canon.canonicalize(&link) else {
+                Counters::add(&c.skipped, 1);
+                continue;
+            };
+            if !self.config.scope.contains(&url) {
+                Counters::add(&c.skipped, 1);
+                continue;
+            }
+            // Depth is not carried by shared tasks; length and slash limits still apply.
+            if self.config.traps.check(&url, 0).is_err() {
+                Counters::add(&c.traps, 1);
+                continue;
+            }
+            urls.push(String::from(url));
+        }
+        urls.sort_unstable();
+        urls.dedup();
+        if urls.is_empty() {
+            return Ok(());
+        }
+        let seen = self.seen.clone();
+        let (urls, new) = tokio::task::spawn_blocking(move || {
+            let new = seen.try_check_and_insert_batch(&urls);
+            new.map(|n| (urls, n))
+        })
+        .await
+        .map_err(|e| CrawlError::Options(format!("filter task: {e}")))??;
+        let mut tasks = Vec::new();
+        for (url, is_new) in urls.iter().zip(new) {
+            if !is_new {
+                Counters::add(&c.duplicates, 1);
+                continue;
+            }
+            match NewTask::from_url(url) {
+                Ok(t) => tasks.push(t),
+                Err(e) => {
+                    Counters::add(&c.skipped, 1);
+                    self.monitor.logger.warn(&format!("{url}: {e}")).await;
+                }
+            }
+        }
+        if !tasks.is_empty() {
+            self.frontier.push(&tasks).await?;
+            Counters::add(&c.queued, tasks.len() as u64);
+        }
+        Ok(())
+    }
+
+    /// Fetches one claimed URL and offers what it links to.
+    async fn crawl(&self, task: &ClaimedTask) -> Result<(), CrawlError> {
+        let c = &self.monitor.counters;
+        let Ok(url) = Url::parse(task.url()) else {
+            Counters::add(&c.skipped, 1);
+            return Ok(());
+        };
+        if self.config.robots {
+            let rules = self.robots_for(task.host(), &url).await;
+            if rules.verdict(url.as_str()).is_some() {
+                Counters::add(&c.skipped, 1);
+                return Ok(());
+            }
+        }
+        self.monitor.pacer.wait().await;
+        let exchange = match self
+            .fetcher
+            .get(&url, self.config.fetch.max_body, true)
+            .await
+        {
+            Ok(x) => x,
+            Err(f) => {
+                Counters::add(&c.errors, 1);
+                self.monitor
+                    .logger
+                    .warn(&format!("{url}: {} {}", f.reason.name(), f.detail))
+                    .await;
+                return Ok(());
+            }
+        };
+        Counters::add(&c.fetched, 1);
+        Counters::add(&c.bytes, exchange.body.len() as u64);
+        {
+            let mut log = self.fetched_log.lock().unwrap_or_else(|p| p.into_inner());
+            writeln!(log, "{}\t{}", exchange.status.as_u16(), url)
+                .map_err(CrawlError::io("writing fetched log", &self.config.out))?;
+        }
+        let mut found = Vec::new();
+        if exchange.status.is_redirection() {
+            match exchange
+                .header(header::LOCATION)
+                .and_then(|l| url.join(l.trim()).ok())
+            {
+                Some(target) if matches!(target.scheme(), "http" | "https") => found.push(target),
+                _ => Counters::add(&c.skipped, 1),
+            }
+        } else if exchange.status.is_success() {
+            let ct = exchange
+                .header(header::CONTENT_TYPE)
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let encoding = exchange.header(header::CONTENT_ENCODING);
+            if ct.starts_with("text/html") || ct.starts_with("application/xhtml+xml") {
+                match crate::content_coding::decode(
+                    encoding,
+                    &exchange.body,
+                    self.config.max_decoded,
+                ) {
+                    Ok(body) => {
+                        let opts = ExtractOptions {
+                            respect_nofollow: self.config.respect_nofollow,
+                            rewrite: None,
+                        };
+                        if let Ok(links) = links::extract(&body, &url, &opts) {
+                            found = links.links;
+                        }
+                    }
+                    Err(e) => {
+                        Counters::add(&c.errors, 1);
+                        self.monitor
+                            .logger
+                            .warn(&format!("{url}: {}", e.detail))
+                            .await;
+                    }
+                }
+            }
+        } else if exchange.status.is_server_error() {
+            self.monitor
+                .logger
+                .warn(&format!("{url}: HTTP {}", exchange.status.as_u16()))
+                .await;
+        }
+        self.offer(found).await
+    }
+
+    /// This host's robots.txt rules, fetched once per process. The frontier leases a host to
+    /// one spider at a time, so two spiders never fetch the same robots.txt at once.
+    async fn robots_for(&self, host: &str, url: &Url) -> Arc<RobotsRules> {
+        if let Some(r) = self
+            .robots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(host)
+        {
+            return r.clone();
+        }
+        let rules =
+            Arc::new(RobotsRules::fetch(&self.fetcher, url, crate::options::AGENT_TOKEN).await);
+        self.robots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(host.to_owned(), rules.clone());
+        rules
+    }
+}

@@ -1,0 +1,251 @@
+//! Several real `crawler` processes sharing one crawl through a real `redis-server`.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Reply, Site};
+use url_dedup_redis::testing::RedisServer;
+
+/// A site of `pages` pages `/p/{i}`; page i links to 2i+1 and 2i+2 (a binary tree) and to the
+/// root, so most links are duplicates.
+fn tree_site(pages: usize, delay: Duration) -> Site {
+    Site::start(move |path, _| {
+        let Some(i) = path
+            .strip_prefix("/p/")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return Reply::not_found();
+        };
+        if i >= pages {
+            return Reply::not_found();
+        }
+        let mut body = String::from("<a href=\"/p/0\">root</a>");
+        for child in [2 * i + 1, 2 * i + 2] {
+            if child < pages {
+                body.push_str(&format!("<a href=\"/p/{child}\">{child}</a>"));
+            }
+        }
+        Reply::html(body).delayed(delay)
+    })
+}
+
+fn spawn(out: &Path, redis: &str, crawl: &str, seed: &str, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_crawler"))
+        .arg("--quiet")
+        .arg("--out")
+        .arg(out)
+        .args(["--redis", redis, "--crawl-name", crawl, "--ignore-robots"])
+        .args(extra)
+        .arg(seed)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a process (bounded), asserts success, returns its summary's `fetched`.
+fn finish(child: Child, limit: Duration) -> u64 {
+    let begin = Instant::now();
+    let mut child = child;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if begin.elapsed() > limit {
+            let _ = child.kill();
+            panic!("crawler did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "crawler failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    summary["fetched"].as_u64().unwrap()
+}
+
+fn page_hits(site: &Site, pages: usize) -> Vec<u32> {
+    (0..pages).map(|i| site.hit(&format!("/p/{i}"))).collect()
+}
+
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) {
+    let begin = Instant::now();
+    while !done() {
+        assert!(
+            begin.elapsed() < limit,
+            "condition not reached in {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn three_processes_fetch_each_page_once() {
+    let Some(redis) = RedisServer::start_or_skip("three_processes_fetch_each_page_once") else {
+        return;
+    };
+    const PAGES: usize = 120;
+    let site = tree_site(PAGES, Duration::from_millis(2));
+    let seed = site.url("/p/0");
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|d| spawn(d.path(), &redis.url(), "once", &seed, &["--workers", "2"]))
+        .collect();
+    let fetched: Vec<u64> = children
+        .into_iter()
+        .map(|c| finish(c, Duration::from_secs(60)))
+        .collect();
+    assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
+    assert_eq!(fetched.iter().sum::<u64>(), PAGES as u64, "{fetched:?}");
+}
+
+#[test]
+fn a_killed_process_loses_no_page() {
+    let Some(redis) = RedisServer::start_or_skip("a_killed_process_loses_no_page") else {
+        return;
+    };
+    const PAGES: usize = 80;
+    let site = tree_site(PAGES, Duration::from_millis(30));
+    let seed = site.url("/p/0");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = ["--workers", "2", "--lease-ms", "600"];
+    let mut victim = spawn(a.path(), &redis.url(), "kill", &seed, &args);
+    wait_until(Duration::from_secs(30), || {
+        site.hits().values().sum::<u32>() >= 10
+    });
+    let survivor = spawn(b.path(), &redis.url(), "kill", &seed, &args);
+    wait_until(Duration::from_secs(30), || {
+        site.hits().values().sum::<u32>() >= 25
+    });
+    victim.kill().unwrap();
+    let _ = victim.wait();
+    finish(survivor, Duration::from_secs(60));
+    let hits = page_hits(&site, PAGES);
+    assert!(hits.iter().all(|&h| h >= 1), "a page was lost: {hits:?}");
+    // Only what the killed process held (one URL per spider) can be fetched twice.
+    let repeated: u32 = hits.iter().map(|h| h - 1).sum();
+    assert!(repeated <= 2, "{repeated} repeated fetches: {hits:?}");
+}
+
+#[test]
+fn the_stop_flag_ends_every_process() {
+    let Some(redis) = RedisServer::start_or_skip("the_stop_flag_ends_every_process") else {
+        return;
+    };
+    const PAGES: usize = 400;
+    let site = tree_site(PAGES, Duration::from_millis(50));
+    let seed = site.url("/p/0");
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            spawn(
+                d.path(),
+                &redis.url(),
+                "stop",
+                &seed,
+                &["--lease-ms", "600"],
+            )
+        })
+        .collect();
+    wait_until(Duration::from_secs(30), || {
+        site.hits().values().sum::<u32>() >= 8
+    });
+    let out = tempfile::tempdir().unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_crawler"))
+        .arg("--out")
+        .arg(out.path())
+        .args(["--redis", &redis.url(), "--crawl-name", "stop", "--stop"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let fetched: u64 = children
+        .into_iter()
+        .map(|c| finish(c, Duration::from_secs(20)))
+        .sum();
+    let hits = page_hits(&site, PAGES);
+    assert!(fetched < PAGES as u64, "the crawl ran to its end");
+    assert_eq!(u64::from(hits.iter().sum::<u32>()), fetched);
+}
+
+fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+#[test]
+fn the_status_page_reports_counters_and_changes_the_rate() {
+    let Some(redis) = RedisServer::start_or_skip("status page") else {
+        return;
+    };
+    const PAGES: usize = 60;
+    let site = tree_site(PAGES, Duration::ZERO);
+    let seed = site.url("/p/0");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let out = tempfile::tempdir().unwrap();
+    let child = spawn(
+        out.path(),
+        &redis.url(),
+        "status",
+        &seed,
+        &["--status", &addr, "--rate", "2"],
+    );
+    let status = |field: &str| -> f64 {
+        let (code, body) = http(&addr, "GET", "/status.json");
+        assert_eq!(code, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        v[field].as_f64().unwrap()
+    };
+    wait_until(Duration::from_secs(20), || {
+        TcpStream::connect(&addr).is_ok() && status("fetched") >= 3.0
+    });
+    // Counters follow the crawl: at most the fetch in flight differs from the site's count.
+    let reported = status("fetched") as u32;
+    let served: u32 = page_hits(&site, PAGES).iter().sum();
+    assert!(
+        served >= reported && served <= reported + 1,
+        "{reported} vs {served}"
+    );
+    assert_eq!(status("rate_limit"), 2.0);
+    let (code, html) = http(&addr, "GET", "/");
+    assert_eq!(code, 200);
+    assert!(html.contains("duplicates avoided"), "{html}");
+    // At 2 pages/s the rest would take 25 s or more; lifting the limit finishes it at once.
+    let (code, _) = http(&addr, "POST", "/rate?pages_per_sec=0");
+    assert_eq!(code, 200);
+    let (code, _) = http(&addr, "POST", "/rate?pages_per_sec=-1");
+    assert_eq!(code, 400);
+    let changed = Instant::now();
+    let fetched = finish(child, Duration::from_secs(60));
+    assert!(changed.elapsed() < Duration::from_secs(15));
+    assert_eq!(fetched, PAGES as u64);
+    assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
+}
