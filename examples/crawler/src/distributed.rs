@@ -35,7 +35,7 @@ use url_dedup_segmented::SegmentedBloomFilter;
 
 use crate::canonical::Canonicalizer;
 use crate::error::CrawlError;
-use crate::fetch::Fetcher;
+use crate::fetch::{Fetcher, Validators};
 use crate::links::{self, ExtractOptions};
 use crate::logger::Logger;
 use crate::monitor::{Counters, Monitor, Pacer};
@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     pub(crate) status: Option<std::net::SocketAddr>,
     pub(crate) rate: f64,
     pub(crate) log_cap: u64,
+    /// Incremental crawl: the period between two revisits.
+    pub(crate) every: Option<Duration>,
 }
 
 /// One process of a shared crawl.
@@ -69,6 +71,9 @@ struct Node {
     seen: Arc<SeenFilter>,
     conn: ConnectionManager,
     stop_key: String,
+    known_key: String,
+    period_key: String,
+    every: Option<Duration>,
     robots: Mutex<HashMap<String, Arc<RobotsRules>>>,
     monitor: Arc<Monitor>,
     fetched_log: Mutex<std::io::BufWriter<std::fs::File>>,
@@ -161,6 +166,9 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         seen: Arc::new(seen),
         conn,
         stop_key: ns.key("stop"),
+        known_key: ns.key("known"),
+        period_key: ns.key("period"),
+        every: shared.every,
         robots: Mutex::new(HashMap::new()),
         monitor,
         fetched_log: Mutex::new(std::io::BufWriter::new(file)),
@@ -178,15 +186,31 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
     node.offer(seeds).await?;
 
     let housekeeping = tokio::spawn(housekeeping(node.clone(), shared.lease));
-    let spiders: Vec<_> = (0..node.config.workers)
-        .map(|_| tokio::spawn(spider(node.clone())))
-        .collect();
     let mut failure = None;
-    for s in spiders {
-        match s.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => failure = Some(e),
-            Err(e) => failure = Some(CrawlError::Options(format!("spider failed: {e}"))),
+    let mut period = node.period().await?;
+    loop {
+        let began = tokio::time::Instant::now();
+        let spiders: Vec<_> = (0..node.config.workers)
+            .map(|_| tokio::spawn(spider(node.clone())))
+            .collect();
+        for s in spiders {
+            match s.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failure = Some(e),
+                Err(e) => failure = Some(CrawlError::Options(format!("spider failed: {e}"))),
+            }
+        }
+        let Some(every) = node.every else { break };
+        if failure.is_some() || node.stopping.load(Ordering::Relaxed) {
+            break;
+        }
+        node.monitor
+            .logger
+            .info(&format!("period {period} done; next in {every:?}"))
+            .await;
+        match node.next_period(period, began + every).await? {
+            Some(next) => period = next,
+            None => break,
         }
     }
     housekeeping.abort();
@@ -313,6 +337,128 @@ async fn spider(node: Arc<Node>) -> Result<(), CrawlError> {
 }
 
 impl Node {
+    /// The current period of an incremental crawl (0 before the first revisit).
+    async fn period(&self) -> Result<u64, CrawlError> {
+        let mut conn = self.conn.clone();
+        let p: Option<u64> = redis::cmd("GET")
+            .arg(&self.period_key)
+            .query_async(&mut conn)
+            .await?;
+        Ok(p.unwrap_or(0))
+    }
+
+    /// Waits until `due`, then starts period `current + 1`: the first process there schedules
+    /// it (revisits of every known page and the seeds), the others wait for it. `None` when
+    /// the stop flag was raised meanwhile.
+    async fn next_period(
+        &self,
+        current: u64,
+        due: tokio::time::Instant,
+    ) -> Result<Option<u64>, CrawlError> {
+        let nap = Duration::from_millis(100);
+        loop {
+            if self.stopping.load(Ordering::Relaxed) || self.stop_raised().await {
+                return Ok(None);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= due {
+                break;
+            }
+            tokio::time::sleep((due - now).min(nap)).await;
+        }
+        let next = current + 1;
+        let scheduling = format!("{}:{next}", self.period_key);
+        loop {
+            if self.stop_raised().await {
+                return Ok(None);
+            }
+            let now = self.period().await?;
+            if now > current {
+                return Ok(Some(now));
+            }
+            let mut conn = self.conn.clone();
+            // The claim expires, so a scheduler that dies half way is replaced.
+            let won: Option<String> = redis::cmd("SET")
+                .arg(&scheduling)
+                .arg(self.me.as_str())
+                .arg("NX")
+                .arg("PX")
+                .arg(60_000)
+                .query_async(&mut conn)
+                .await?;
+            if won.is_some() {
+                let revisits = self.schedule_revisits().await?;
+                let () = redis::cmd("SET")
+                    .arg(&self.period_key)
+                    .arg(next)
+                    .query_async(&mut conn)
+                    .await?;
+                self.monitor
+                    .logger
+                    .info(&format!("period {next}: {revisits} revisits scheduled"))
+                    .await;
+                return Ok(Some(next));
+            }
+            tokio::time::sleep(nap).await;
+        }
+    }
+
+    /// Pushes every known page and every seed again (they are in the done set, so they bypass
+    /// it); returns how many.
+    async fn schedule_revisits(&self) -> Result<u64, CrawlError> {
+        let mut urls: std::collections::BTreeSet<String> =
+            self.config.seeds.iter().map(|u| u.to_string()).collect();
+        let mut conn = self.conn.clone();
+        let mut cursor = String::from("0");
+        loop {
+            let (next, flat): (String, Vec<String>) = redis::cmd("HSCAN")
+                .arg(&self.known_key)
+                .arg(&cursor)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await?;
+            urls.extend(flat.into_iter().step_by(2));
+            if next == "0" {
+                break;
+            }
+            cursor = next;
+        }
+        let tasks: Vec<NewTask> = urls
+            .iter()
+            .filter_map(|u| NewTask::from_url(u).ok())
+            .collect();
+        for chunk in tasks.chunks(1000) {
+            self.frontier.push(chunk).await?;
+        }
+        Counters::add(&self.monitor.counters.queued, tasks.len() as u64);
+        Ok(tasks.len() as u64)
+    }
+
+    /// The validators stored for `url` by an earlier period, if any.
+    async fn known_validators(&self, url: &str) -> Option<Validators> {
+        let mut conn = self.conn.clone();
+        let stored: redis::RedisResult<Option<String>> = redis::cmd("HGET")
+            .arg(&self.known_key)
+            .arg(url)
+            .query_async(&mut conn)
+            .await;
+        stored.ok().flatten().and_then(|s| Validators::decode(&s))
+    }
+
+    /// Remembers a fetched page for the next period's revisit, with its validators.
+    async fn remember(&self, url: &str, validators: Option<Validators>) -> Result<(), CrawlError> {
+        let mut conn = self.conn.clone();
+        let () = redis::cmd("HSET")
+            .arg(&self.known_key)
+            .arg(url)
+            .arg(validators.map(|v| v.encode()).unwrap_or_default())
+            .query_async(&mut conn)
+            .await
+            .map(|_: u64| ())?;
+        Ok(())
+    }
+
     async fn stop_raised(&self) -> bool {
         let mut conn = self.conn.clone();
         let flag: redis::RedisResult<Option<String>> = redis::cmd("GET")
@@ -389,12 +535,17 @@ impl Node {
                 return Ok(());
             }
         }
+        // Only an incremental crawl pays the round trips of validators.
+        let known = match self.every {
+            Some(_) => self.known_validators(url.as_str()).await,
+            None => None,
+        };
         self.monitor.pacer.wait().await;
-        let exchange = match self
+        let fetched = self
             .fetcher
-            .get(&url, self.config.fetch.max_body, true)
-            .await
-        {
+            .get_if_changed(&url, self.config.fetch.max_body, true, known.as_ref())
+            .await;
+        let exchange = match fetched {
             Ok(x) => x,
             Err(f) => {
                 Counters::add(&c.errors, 1);
@@ -413,6 +564,15 @@ impl Node {
                 .map_err(CrawlError::io("writing fetched log", &self.config.out))?;
         }
         let mut found = Vec::new();
+        if exchange.status == reqwest::StatusCode::NOT_MODIFIED {
+            // Unchanged since the last period: its links were followed then.
+            Counters::add(&c.not_modified, 1);
+            return Ok(());
+        }
+        if self.every.is_some() && exchange.status.is_success() {
+            self.remember(url.as_str(), Validators::of(&exchange.headers))
+                .await?;
+        }
         if exchange.status.is_redirection() {
             match exchange
                 .header(header::LOCATION)

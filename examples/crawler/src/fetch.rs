@@ -10,6 +10,50 @@ use url::Url;
 
 use crate::skip::SkipReason;
 
+/// What a response said about its version, for a later conditional GET.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Validators {
+    pub(crate) etag: Option<String>,
+    pub(crate) last_modified: Option<String>,
+}
+
+impl Validators {
+    /// The validators of a response; `None` when it has neither.
+    pub(crate) fn of(headers: &HeaderMap) -> Option<Self> {
+        let get = |name| {
+            headers
+                .get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let v = Self {
+            etag: get(header::ETAG),
+            last_modified: get(header::LAST_MODIFIED),
+        };
+        (v.etag.is_some() || v.last_modified.is_some()).then_some(v)
+    }
+
+    /// One line per field (a header value holds no line break); empty for an absent one.
+    pub(crate) fn encode(&self) -> String {
+        format!(
+            "{}\n{}",
+            self.etag.as_deref().unwrap_or(""),
+            self.last_modified.as_deref().unwrap_or("")
+        )
+    }
+
+    /// The inverse of [`encode`](Self::encode); `None` for anything else or nothing stored.
+    pub(crate) fn decode(s: &str) -> Option<Self> {
+        let (etag, modified) = s.split_once('\n')?;
+        let some = |x: &str| (!x.is_empty()).then(|| x.to_owned());
+        let v = Self {
+            etag: some(etag),
+            last_modified: some(modified),
+        };
+        (v.etag.is_some() || v.last_modified.is_some()).then_some(v)
+    }
+}
+
 /// Limits and filters applied to every fetch.
 #[derive(Clone, Debug)]
 pub(crate) struct FetchPolicy {
@@ -131,8 +175,29 @@ impl Fetcher {
         max_body: u64,
         filter_type: bool,
     ) -> Result<Exchange, FetchFailure> {
+        self.get_if_changed(url, max_body, filter_type, None).await
+    }
+
+    /// [`get`](Self::get), conditional on the page having changed since `known` was stored
+    /// (`If-None-Match`, `If-Modified-Since`): an unchanged page answers 304 with no body.
+    pub(crate) async fn get_if_changed(
+        &self,
+        url: &Url,
+        max_body: u64,
+        filter_type: bool,
+        known: Option<&Validators>,
+    ) -> Result<Exchange, FetchFailure> {
         let date = SystemTime::now();
-        let mut response = self.client.get(url.clone()).send().await.map_err(failure)?;
+        let mut request = self.client.get(url.clone());
+        if let Some(v) = known {
+            if let Some(etag) = &v.etag {
+                request = request.header(header::IF_NONE_MATCH, etag);
+            }
+            if let Some(modified) = &v.last_modified {
+                request = request.header(header::IF_MODIFIED_SINCE, modified);
+            }
+        }
+        let mut response = request.send().await.map_err(failure)?;
         let status = response.status();
         let headers = response.headers().clone();
         if filter_type && status.is_success() {
@@ -211,6 +276,22 @@ fn failure(e: reqwest::Error) -> FetchFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn validators_round_trip(etag in "[ -~]{0,20}", modified in "[ -~]{0,30}") {
+            let v = Validators {
+                etag: (!etag.is_empty()).then_some(etag),
+                last_modified: (!modified.is_empty()).then_some(modified),
+            };
+            let back = Validators::decode(&v.encode());
+            if v.etag.is_none() && v.last_modified.is_none() {
+                proptest::prop_assert_eq!(back, None);
+            } else {
+                proptest::prop_assert_eq!(back, Some(v));
+            }
+        }
+    }
 
     #[test]
     fn content_type_filter() {

@@ -112,6 +112,7 @@ fn main() -> ExitCode {
                 status: options.status,
                 rate: options.rate,
                 log_cap: options.log_cap,
+                every: options.every,
             };
             let summary = distributed::run(config, shared).await?;
             println!("{summary}");

@@ -176,6 +176,13 @@ pub(crate) struct Options {
     #[arg(long, default_value_t = 0.0, value_name = "N")]
     pub(crate) rate: f64,
 
+    /// Incremental crawl of a shared crawl (--redis): every DURATION (`90s`, `15m`, `6h`, `1d`,
+    /// `500ms`) the seeds are imported again and every known page is revisited with a
+    /// conditional GET (ETag / Last-Modified stored per URL); unchanged pages answer 304.
+    /// Runs until the stop flag is raised.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "redis")]
+    pub(crate) every: Option<Duration>,
+
     /// Longest entry count of the shared log stream in Redis (warnings and errors of every
     /// process).
     #[arg(long, default_value_t = 1000, value_name = "N")]
@@ -204,6 +211,28 @@ pub(crate) struct CrawlConfig {
     pub(crate) filter: FilterSize,
     pub(crate) checkpoint_every: Duration,
     pub(crate) progress: bool,
+}
+
+/// `500ms`, `90s`, `15m`, `6h`, `1d`: a whole number and a unit.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a number and a unit (ms, s, m, h, d)"))?;
+    let ms = match unit {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        "d" => n.checked_mul(86_400_000),
+        _ => return Err(format!("{s:?}: the unit must be ms, s, m, h or d")),
+    };
+    match ms {
+        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        Some(_) => Err(format!("{s:?}: must be longer than zero")),
+        None => Err(format!("{s:?}: too long")),
+    }
 }
 
 impl Options {
@@ -300,6 +329,17 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
+        for bad in ["", "s", "10", "0s", "1.5s", "3w", "99999999999999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn bad_seeds_and_options_are_errors() {

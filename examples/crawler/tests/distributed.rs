@@ -249,3 +249,76 @@ fn the_status_page_reports_counters_and_changes_the_rate() {
     assert_eq!(fetched, PAGES as u64);
     assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
 }
+
+#[test]
+fn a_second_period_fetches_only_changed_pages() {
+    use std::sync::{Arc, Mutex};
+    let Some(redis) = RedisServer::start_or_skip("a_second_period_fetches_only_changed_pages")
+    else {
+        return;
+    };
+    const PAGES: usize = 20;
+    let versions = Arc::new(Mutex::new(vec![1u32; PAGES]));
+    let answers: Arc<Mutex<Vec<(usize, u16)>>> = Arc::default();
+    let (v, a) = (versions.clone(), answers.clone());
+    let site = Site::start(move |path, headers| {
+        let Some(i) = path
+            .strip_prefix("/p/")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return Reply::not_found();
+        };
+        if i >= PAGES {
+            return Reply::not_found();
+        }
+        let etag = format!("\"v{}\"", v.lock().unwrap()[i]);
+        let unchanged = headers
+            .get("if-none-match")
+            .is_some_and(|h| h.to_str().unwrap_or("") == etag);
+        a.lock()
+            .unwrap()
+            .push((i, if unchanged { 304 } else { 200 }));
+        if unchanged {
+            return Reply::new(304, "text/html", Vec::new()).header("etag", etag);
+        }
+        let next = (i + 1) % PAGES;
+        Reply::html(format!("<a href=\"/p/{next}\">next</a>")).header("etag", etag)
+    });
+    let seed = site.url("/p/0");
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            let args = ["--every", "2s", "--lease-ms", "600"];
+            spawn(d.path(), &redis.url(), "every", &seed, &args)
+        })
+        .collect();
+    let served = || answers.lock().unwrap().len();
+    wait_until(Duration::from_secs(30), || served() >= PAGES);
+    {
+        let mut v = versions.lock().unwrap();
+        v[3] += 1;
+        v[5] += 1;
+    }
+    wait_until(Duration::from_secs(30), || served() >= 2 * PAGES);
+    let out = tempfile::tempdir().unwrap();
+    let stopped = Command::new(env!("CARGO_BIN_EXE_crawler"))
+        .arg("--out")
+        .arg(out.path())
+        .args(["--redis", &redis.url(), "--crawl-name", "every", "--stop"])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    for c in children {
+        finish(c, Duration::from_secs(20));
+    }
+    let answers = answers.lock().unwrap().clone();
+    let (first, second) = answers.split_at(PAGES);
+    assert!(first.iter().all(|&(_, s)| s == 200), "{first:?}");
+    let mut second = second[..PAGES].to_vec();
+    second.sort_unstable();
+    let expected: Vec<(usize, u16)> = (0..PAGES)
+        .map(|i| (i, if i == 3 || i == 5 { 200 } else { 304 }))
+        .collect();
+    assert_eq!(second, expected);
+}
