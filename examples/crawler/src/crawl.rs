@@ -11,6 +11,7 @@ use crate::canonical::Canonicalizer;
 use crate::error::CrawlError;
 use crate::fetch::{Exchange, Fetcher};
 use crate::frontier::{Job, JobKind};
+use crate::kernel::Kernels;
 use crate::options::CrawlConfig;
 use crate::page::{self, Candidate};
 use crate::router::Router;
@@ -25,6 +26,7 @@ pub(crate) struct Shared {
     pub(crate) config: CrawlConfig,
     pub(crate) canon: Canonicalizer,
     pub(crate) fetcher: Fetcher,
+    pub(crate) kernels: Kernels,
     state: Mutex<CrawlState>,
     router: Router,
     stop: watch::Sender<bool>,
@@ -184,6 +186,7 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     let shared = Arc::new(Shared {
         canon: Canonicalizer::default(),
         fetcher,
+        kernels: Kernels::standard(config.respect_nofollow),
         state: Mutex::new(state),
         router: Router::new(senders)?,
         stop,

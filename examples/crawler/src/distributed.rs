@@ -36,7 +36,7 @@ use url_dedup_segmented::SegmentedBloomFilter;
 use crate::canonical::Canonicalizer;
 use crate::error::CrawlError;
 use crate::fetch::{Fetcher, Validators};
-use crate::links::{self, ExtractOptions};
+use crate::kernel::{Kernels, Response};
 use crate::logger::Logger;
 use crate::monitor::{Counters, Monitor, Pacer};
 use crate::options::CrawlConfig;
@@ -65,6 +65,7 @@ struct Node {
     config: CrawlConfig,
     canon: Canonicalizer,
     fetcher: Fetcher,
+    kernels: Kernels,
     frontier: Frontier,
     members: Membership,
     me: WorkerId,
@@ -160,6 +161,7 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
     let node = Arc::new(Node {
         canon: Canonicalizer::default(),
         fetcher: Fetcher::new(config.fetch.clone())?,
+        kernels: Kernels::standard(config.respect_nofollow),
         frontier,
         members,
         me,
@@ -543,7 +545,8 @@ impl Node {
         self.monitor.pacer.wait().await;
         let fetched = self
             .fetcher
-            .get_if_changed(&url, self.config.fetch.max_body, true, known.as_ref())
+            // Types are decided after the fetch: a kernel may read what the page filter refuses.
+            .get_if_changed(&url, self.config.fetch.max_body, false, known.as_ref())
             .await;
         let exchange = match fetched {
             Ok(x) => x,
@@ -587,28 +590,21 @@ impl Node {
                 .unwrap_or("")
                 .to_ascii_lowercase();
             let encoding = exchange.header(header::CONTENT_ENCODING);
-            if ct.starts_with("text/html") || ct.starts_with("application/xhtml+xml") {
-                match crate::content_coding::decode(
-                    encoding,
-                    &exchange.body,
-                    self.config.max_decoded,
-                ) {
-                    Ok(body) => {
-                        let opts = ExtractOptions {
-                            respect_nofollow: self.config.respect_nofollow,
-                            rewrite: None,
-                        };
-                        if let Ok(links) = links::extract(&body, &url, &opts) {
-                            found = links.links;
-                        }
+            match crate::content_coding::decode(encoding, &exchange.body, self.config.max_decoded) {
+                Ok(body) => {
+                    let response = Response::new(&url, &ct, &body);
+                    if let Some(kernel) = self.kernels.for_response(&response) {
+                        found = kernel.read(&response, None).follow;
+                    } else if !self.config.fetch.accepts(&ct) {
+                        Counters::add(&c.skipped, 1);
                     }
-                    Err(e) => {
-                        Counters::add(&c.errors, 1);
-                        self.monitor
-                            .logger
-                            .warn(&format!("{url}: {}", e.detail))
-                            .await;
-                    }
+                }
+                Err(e) => {
+                    Counters::add(&c.errors, 1);
+                    self.monitor
+                        .logger
+                        .warn(&format!("{url}: {}", e.detail))
+                        .await;
                 }
             }
         } else if exchange.status.is_server_error() {

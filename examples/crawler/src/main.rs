@@ -52,6 +52,7 @@ mod error;
 mod fetch;
 mod frontier;
 mod journal;
+mod kernel;
 mod links;
 mod logger;
 mod mirror;

@@ -9,10 +9,10 @@ use url::Url;
 use crate::crawl::Shared;
 use crate::fetch::Exchange;
 use crate::frontier::{Job, JobKind};
-use crate::links::{self, ExtractOptions};
+use crate::kernel::{FeedKernel, Kernel, Response};
+use crate::mirror;
 use crate::skip::SkipReason;
 use crate::state::Admission;
-use crate::{mirror, sitemap};
 
 /// A link found while processing a job, before canonicalization.
 pub(crate) struct Candidate {
@@ -83,13 +83,15 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
                         read_page(&shared, &url, &job, &exchange, &body, &mut candidates)
                     }
                     JobKind::Sitemap => {
-                        let map = sitemap::parse(&body, &url);
-                        let kind = if map.is_index {
+                        // Listed as a sitemap: read as one whatever its declared type.
+                        let response = Response::new(&url, "application/xml", &body);
+                        let map = FeedKernel.read(&response, None);
+                        let kind = if map.follow_feeds {
                             JobKind::Sitemap
                         } else {
                             JobKind::Page
                         };
-                        candidates.extend(map.locs.into_iter().map(|u| Candidate {
+                        candidates.extend(map.follow.into_iter().map(|u| Candidate {
                             url: u,
                             depth: job.depth,
                             hops: 0,
@@ -127,9 +129,8 @@ fn read_page(
         .header(header::CONTENT_TYPE)
         .unwrap_or("")
         .to_ascii_lowercase();
-    if !(ct.starts_with("text/html") || ct.starts_with("application/xhtml+xml")) {
-        return None;
-    }
+    let response = Response::new(url, &ct, body);
+    let kernel = shared.kernels.for_response(&response)?;
     let config = &shared.config;
     let local = |target: &Url| {
         let canonical = shared.canon.canonicalize(target).ok()?;
@@ -142,26 +143,23 @@ fn read_page(
             rel
         })
     };
-    let opts = ExtractOptions {
-        respect_nofollow: config.respect_nofollow,
-        rewrite: config
-            .mirror
-            .then_some(&local as &dyn Fn(&Url) -> Option<String>),
+    let rewrite = config
+        .mirror
+        .then_some(&local as &dyn Fn(&Url) -> Option<String>);
+    let harvest = kernel.read(&response, rewrite);
+    shared.count_nofollow(harvest.nofollow as u64);
+    let kind = if harvest.follow_feeds {
+        JobKind::Sitemap
+    } else {
+        JobKind::Page
     };
-    match links::extract(body, url, &opts) {
-        Ok(found) => {
-            shared.count_nofollow(found.nofollow as u64);
-            candidates.extend(found.links.into_iter().map(|u| Candidate {
-                url: u,
-                depth: job.depth + 1,
-                hops: 0,
-                kind: JobKind::Page,
-            }));
-            found.rewritten
-        }
-        // lol_html gives up only on pathological input (its memory limit); the page is kept as is.
-        Err(_) => None,
-    }
+    candidates.extend(harvest.follow.into_iter().map(|u| Candidate {
+        url: u,
+        depth: job.depth + 1,
+        hops: 0,
+        kind,
+    }));
+    harvest.stored
 }
 
 fn write_file(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {

@@ -1,4 +1,5 @@
-//! URLs listed in an XML sitemap (found through robots.txt `Sitemap:` lines).
+//! URLs listed in an XML sitemap (found through robots.txt `Sitemap:` lines), or in an RSS or
+//! Atom feed.
 
 use std::cell::RefCell;
 
@@ -15,12 +16,38 @@ pub(crate) struct Sitemap {
 
 /// Parses a sitemap. The HTML tokenizer reads the simple XML of sitemaps well enough, and keeps
 /// the crawler to one parser; entries that are not http(s) URLs are dropped.
+///
+/// Feeds: RSS `<link>` text and Atom `<link href>` (no `rel`, or `rel="alternate"`) count as
+/// entries. RSS's `<link>` is an HTML void element to the tokenizer, so its text is read as a
+/// `<loc>`.
 pub(crate) fn parse(body: &[u8], base: &Url) -> Sitemap {
+    let rss;
+    let body = if find(body, b"<rss").is_some() {
+        rss = replace(&replace(body, b"<link>", b"<loc>"), b"</link>", b"</loc>");
+        &rss[..]
+    } else {
+        body
+    };
+    let atom = find(body, b"<feed").is_some();
     let state = RefCell::new((Sitemap::default(), String::new()));
     let mut rewriter = HtmlRewriter::new(
         Settings::new()
             .append_element_content_handler(element!("sitemapindex", |_| {
                 state.borrow_mut().0.is_index = true;
+                Ok(())
+            }))
+            .append_element_content_handler(element!("link[href]", |el| {
+                let alternate = el
+                    .get_attribute("rel")
+                    .is_none_or(|r| r.eq_ignore_ascii_case("alternate"));
+                if atom
+                    && alternate
+                    && let Some(href) = el.get_attribute("href")
+                    && let Ok(url) = base.join(href.trim())
+                    && matches!(url.scheme(), "http" | "https")
+                {
+                    state.borrow_mut().0.locs.push(url);
+                }
                 Ok(())
             }))
             .append_element_content_handler(text!("loc", |t| {
@@ -41,6 +68,22 @@ pub(crate) fn parse(body: &[u8], base: &Url) -> Sitemap {
     // A malformed sitemap yields whatever was read before the error.
     let _ = rewriter.write(body).and_then(|()| rewriter.end());
     state.into_inner().0
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut rest = hay;
+    while let Some(i) = find(rest, from) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(to);
+        rest = &rest[i + from.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 #[cfg(test)]

@@ -322,3 +322,35 @@ fn a_second_period_fetches_only_changed_pages() {
         .collect();
     assert_eq!(second, expected);
 }
+
+#[test]
+fn a_feed_seed_is_read_by_the_feed_kernel() {
+    let Some(redis) = RedisServer::start_or_skip("a_feed_seed_is_read_by_the_feed_kernel") else {
+        return;
+    };
+    let site = Site::start(|path, _| {
+        match path {
+        "/feed.xml" => Reply::new(
+            200,
+            "application/rss+xml",
+            b"<rss><channel><item><link>/a</link></item><item><link>/b</link></item></channel></rss>"
+                .to_vec(),
+        ),
+        "/a" => Reply::html("<a href=/c>c</a>"),
+        "/b" | "/c" => Reply::html("leaf"),
+        _ => Reply::not_found(),
+    }
+    });
+    let out = tempfile::tempdir().unwrap();
+    let child = spawn(
+        out.path(),
+        &redis.url(),
+        "feed",
+        &site.url("/feed.xml"),
+        &[],
+    );
+    assert_eq!(finish(child, Duration::from_secs(30)), 4);
+    for p in ["/feed.xml", "/a", "/b", "/c"] {
+        assert_eq!(site.hit(p), 1, "{p}");
+    }
+}

@@ -1,0 +1,195 @@
+//! Document 003's spider "kernels": what a data source's responses mean. A kernel decides, for
+//! the responses it understands, which links to follow and what to store; the core (frontier,
+//! done set, politeness, output) stays the same for every source, so a new kind of source is one
+//! more `Kernel`, not a change to the crawl.
+//!
+//! Two ship: [`HtmlKernel`] (pages: links from `a`, `area`, `link`, `frame`, `iframe`, the page
+//! stored, rewritten for the mirror when asked) and [`FeedKernel`] (XML sitemaps, sitemap
+//! indexes, RSS and Atom feeds: their entries are followed, nothing of the feed is stored).
+
+use url::Url;
+
+use crate::links::{self, ExtractOptions, Rewrite};
+use crate::sitemap;
+
+/// A response as a kernel sees it (body already decoded).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Response<'a> {
+    pub(crate) url: &'a Url,
+    /// `Content-Type` without parameters, lower case.
+    pub(crate) mime: &'a str,
+    pub(crate) body: &'a [u8],
+}
+
+impl<'a> Response<'a> {
+    pub(crate) fn new(url: &'a Url, content_type: &'a str, body: &'a [u8]) -> Self {
+        let mime = content_type.split(';').next().unwrap_or("").trim();
+        Self { url, mime, body }
+    }
+}
+
+/// What a kernel made of a response.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Harvest {
+    /// Links to offer to the done set, in document order.
+    pub(crate) follow: Vec<Url>,
+    /// Whether the followed links are themselves feeds or sitemaps (a sitemap index).
+    pub(crate) follow_feeds: bool,
+    /// Links left out on the page's request (`nofollow`).
+    pub(crate) nofollow: usize,
+    /// What to store in place of the body (a rewritten page); `None` keeps the body as is.
+    pub(crate) stored: Option<Vec<u8>>,
+    /// Whether the response is content to store at all (a page), or only a list of links.
+    pub(crate) is_content: bool,
+}
+
+/// How one kind of data source is read.
+pub(crate) trait Kernel: Send + Sync {
+    /// Short name, for reports.
+    fn name(&self) -> &'static str;
+    /// Whether this kernel reads `response` (decided on its type, or its start).
+    fn reads(&self, response: &Response<'_>) -> bool;
+    /// Links to follow and what to store; `rewrite` maps links to mirror paths when a mirror is
+    /// written.
+    fn read(&self, response: &Response<'_>, rewrite: Option<Rewrite<'_>>) -> Harvest;
+}
+
+/// HTML pages: the link-following kernel of document 002.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HtmlKernel {
+    pub(crate) respect_nofollow: bool,
+}
+
+impl Kernel for HtmlKernel {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn reads(&self, response: &Response<'_>) -> bool {
+        matches!(response.mime, "text/html" | "application/xhtml+xml")
+    }
+
+    fn read(&self, response: &Response<'_>, rewrite: Option<Rewrite<'_>>) -> Harvest {
+        let opts = ExtractOptions {
+            respect_nofollow: self.respect_nofollow,
+            rewrite,
+        };
+        match links::extract(response.body, response.url, &opts) {
+            Ok(found) => Harvest {
+                follow: found.links,
+                follow_feeds: false,
+                nofollow: found.nofollow,
+                stored: found.rewritten,
+                is_content: true,
+            },
+            // lol_html gives up only on pathological input (its memory limit); the page is
+            // kept as is, with no links.
+            Err(_) => Harvest {
+                is_content: true,
+                ..Harvest::default()
+            },
+        }
+    }
+}
+
+/// XML sitemaps and indexes, RSS and Atom feeds.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FeedKernel;
+
+impl Kernel for FeedKernel {
+    fn name(&self) -> &'static str {
+        "feed"
+    }
+
+    fn reads(&self, response: &Response<'_>) -> bool {
+        matches!(
+            response.mime,
+            "application/xml"
+                | "text/xml"
+                | "application/rss+xml"
+                | "application/atom+xml"
+                | "application/x-sitemap+xml"
+        )
+    }
+
+    fn read(&self, response: &Response<'_>, _rewrite: Option<Rewrite<'_>>) -> Harvest {
+        let map = sitemap::parse(response.body, response.url);
+        Harvest {
+            follow: map.locs,
+            follow_feeds: map.is_index,
+            ..Harvest::default()
+        }
+    }
+}
+
+/// The kernels of a crawl, asked in order; the first that reads a response reads it.
+pub(crate) struct Kernels(Vec<Box<dyn Kernel>>);
+
+impl std::fmt::Debug for Kernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|k| k.name()))
+            .finish()
+    }
+}
+
+impl Kernels {
+    /// The shipped kernels: HTML pages, then sitemaps and feeds.
+    pub(crate) fn standard(respect_nofollow: bool) -> Self {
+        Self(vec![
+            Box::new(HtmlKernel { respect_nofollow }),
+            Box::new(FeedKernel),
+        ])
+    }
+
+    /// The kernel for `response`, if any reads it.
+    pub(crate) fn for_response(&self, response: &Response<'_>) -> Option<&dyn Kernel> {
+        self.0.iter().map(|k| &**k).find(|k| k.reads(response))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn urls(h: &Harvest) -> Vec<&str> {
+        h.follow.iter().map(Url::as_str).collect()
+    }
+
+    #[test]
+    fn each_source_goes_to_its_kernel() {
+        let kernels = Kernels::standard(false);
+        let url = Url::parse("http://h/x").unwrap();
+        let page = Response::new(&url, "text/html; charset=utf-8", b"<a href=/a>a</a>");
+        let k = kernels.for_response(&page).unwrap();
+        assert_eq!(k.name(), "html");
+        let h = k.read(&page, None);
+        assert_eq!(urls(&h), ["http://h/a"]);
+        assert!(h.is_content);
+
+        let map = Response::new(
+            &url,
+            "application/xml",
+            b"<urlset><url><loc>http://h/b</loc></url></urlset>",
+        );
+        let k = kernels.for_response(&map).unwrap();
+        assert_eq!(k.name(), "feed");
+        let h = k.read(&map, None);
+        assert_eq!(urls(&h), ["http://h/b"]);
+        assert!(!h.is_content && !h.follow_feeds);
+
+        let image = Response::new(&url, "image/png", b"\x89PNG");
+        assert!(kernels.for_response(&image).is_none());
+    }
+
+    #[test]
+    fn feeds_give_their_entries() {
+        let url = Url::parse("http://h/feed").unwrap();
+        let rss = br#"<rss><channel><title>t</title><item><title>one</title><link>http://h/1</link></item><item><link> /2 </link></item></channel></rss>"#;
+        let h = FeedKernel.read(&Response::new(&url, "application/rss+xml", rss), None);
+        assert_eq!(urls(&h), ["http://h/1", "http://h/2"]);
+        let atom = br#"<feed><entry><link rel="alternate" href="http://h/3"/></entry><entry><link href="/4"/></entry></feed>"#;
+        let h = FeedKernel.read(&Response::new(&url, "application/atom+xml", atom), None);
+        assert_eq!(urls(&h), ["http://h/3", "http://h/4"]);
+    }
+}
