@@ -37,7 +37,9 @@ done
 seeds=()
 for h in $(seq 0 $((HOSTS - 1))); do seeds+=("http://127.0.0.$((2 + h)):$sport/p/$h"); done
 
-calls() { redis-cli -p "$rport" INFO commandstats | sed -n 's/.*calls=\([0-9]*\).*/\1/p' | awk '{s+=$1} END {print s+0}'; }
+# Commands executed (calls= of every cmdstat_ line; commands run inside Lua scripts count too).
+stats() { redis-cli -p "$rport" INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p'; }
+calls() { stats | awk '{s+=$2} END {print s+0}'; }
 
 printf '%-10s %8s %8s %10s %14s\n' processes pages seconds pages/s commands/page
 for n in 1 2 4; do
@@ -58,4 +60,7 @@ for n in 1 2 4; do
     fetched=$(cat "$work"/summary-"$n"-* | sed -n 's/.*"fetched":\([0-9]*\).*/\1/p' | awk '{s+=$1} END {print s+0}')
     awk -v n="$n" -v f="$fetched" -v s="$start" -v e="$end" -v c=$((after - before)) \
         'BEGIN { t = e - s; printf "%-10s %8d %8.2f %10.0f %14.1f\n", n, f, t, f / t, c / f }'
+    stats | sort -k2 -n -r | head -14 | awk -v f="$fetched" '{printf "    %-12s %6.2f per page\n", $1, $2 / f}' >"$work/breakdown-$n"
 done
+echo "commands per page by name (1 process; CONFIG and INFO are the script's own):"
+cat "$work/breakdown-1"

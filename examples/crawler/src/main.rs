@@ -112,6 +112,7 @@ fn main() -> ExitCode {
             };
             tracing_subscriber::fmt()
                 .with_writer(std::io::stderr)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .with_max_level(level)
                 .init();
             let config = options.config(&canonical::Canonicalizer::default())?;

@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::{Reply, Site};
@@ -32,6 +33,70 @@ fn tree_site(pages: usize, delay: Duration) -> Site {
         }
         Reply::html(body).delayed(delay)
     })
+}
+
+/// The same tree spread over `hosts` sites (ports), page i on site i % hosts, so several
+/// spiders work at once (the frontier leases one host to one spider at a time).
+struct Forest {
+    sites: Vec<Site>,
+    pages: usize,
+}
+
+impl Forest {
+    fn start(hosts: usize, pages: usize, delay: Duration) -> Self {
+        let origins: Arc<OnceLock<Vec<String>>> = Arc::default();
+        let sites = (0..hosts)
+            .map(|h| {
+                let origins = origins.clone();
+                Site::start(move |path, _| {
+                    let Some(i) = path
+                        .strip_prefix("/p/")
+                        .and_then(|n| n.parse::<usize>().ok())
+                    else {
+                        return Reply::not_found();
+                    };
+                    if i >= pages || i % hosts != h {
+                        return Reply::not_found();
+                    }
+                    let origins = origins.get().unwrap();
+                    let mut body = String::new();
+                    for j in [0, 2 * i + 1, 2 * i + 2] {
+                        if j < pages {
+                            body.push_str(&format!(
+                                "<a href=\"{}/p/{j}\">{j}</a>",
+                                origins[j % hosts]
+                            ));
+                        }
+                    }
+                    Reply::html(body).delayed(delay)
+                })
+            })
+            .collect::<Vec<_>>();
+        origins
+            .set(sites.iter().map(|s| s.origin.clone()).collect())
+            .unwrap();
+        Self { sites, pages }
+    }
+
+    fn seeds(&self) -> Vec<String> {
+        (0..self.sites.len())
+            .map(|h| self.sites[h].url(&format!("/p/{h}")))
+            .collect()
+    }
+
+    fn hits(&self) -> Vec<u32> {
+        let n = self.sites.len();
+        (0..self.pages)
+            .map(|i| self.sites[i % n].hit(&format!("/p/{i}")))
+            .collect()
+    }
+
+    fn total(&self) -> u32 {
+        self.sites
+            .iter()
+            .map(|s| s.hits().values().sum::<u32>())
+            .sum()
+    }
 }
 
 fn spawn(out: &Path, redis: &str, crawl: &str, seed: &str, extra: &[&str]) -> Child {
@@ -114,27 +179,66 @@ fn a_killed_process_loses_no_page() {
     let Some(redis) = RedisServer::start_or_skip("a_killed_process_loses_no_page") else {
         return;
     };
-    const PAGES: usize = 80;
-    let site = tree_site(PAGES, Duration::from_millis(30));
-    let seed = site.url("/p/0");
+    const PAGES: usize = 120;
+    const WORKERS: u32 = 3;
+    let forest = Forest::start(4, PAGES, Duration::from_millis(40));
+    let seeds = forest.seeds();
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let args = ["--workers", "2", "--lease-ms", "600"];
-    let mut victim = spawn(a.path(), &redis.url(), "kill", &seed, &args);
-    wait_until(Duration::from_secs(30), || {
-        site.hits().values().sum::<u32>() >= 10
-    });
-    let survivor = spawn(b.path(), &redis.url(), "kill", &seed, &args);
-    wait_until(Duration::from_secs(30), || {
-        site.hits().values().sum::<u32>() >= 25
-    });
+    let mut args = vec!["--workers", "3", "--lease-ms", "600"];
+    args.extend(seeds[1..].iter().map(String::as_str));
+    let mut victim = spawn(a.path(), &redis.url(), "kill", &seeds[0], &args);
+    wait_until(Duration::from_secs(30), || forest.total() >= 20);
+    // The victim has every spider busy (four hosts, three spiders, slow pages): it dies
+    // holding claims.
     victim.kill().unwrap();
     let _ = victim.wait();
+    let survivor = spawn(b.path(), &redis.url(), "kill", &seeds[0], &args);
     finish(survivor, Duration::from_secs(60));
-    let hits = page_hits(&site, PAGES);
+    let hits = forest.hits();
     assert!(hits.iter().all(|&h| h >= 1), "a page was lost: {hits:?}");
     // Only what the killed process held (one URL per spider) can be fetched twice.
     let repeated: u32 = hits.iter().map(|h| h - 1).sum();
-    assert!(repeated <= 2, "{repeated} repeated fetches: {hits:?}");
+    assert!(repeated <= WORKERS, "{repeated} repeated fetches: {hits:?}");
+    // The survivor said so in the shared log stream.
+    let log = url_dedup_redis::Namespace::new("kill").unwrap().key("log");
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(&log)
+        .arg("-")
+        .arg("+")
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        entries.iter().any(|(_, fields)| fields
+            .iter()
+            .any(|(k, v)| k == "message" && v.contains("of a dead process"))),
+        "{entries:?}"
+    );
+}
+
+#[test]
+fn a_process_joining_mid_crawl_takes_a_share() {
+    let Some(redis) = RedisServer::start_or_skip("a_process_joining_mid_crawl_takes_a_share")
+    else {
+        return;
+    };
+    const PAGES: usize = 150;
+    let site = tree_site(PAGES, Duration::from_millis(20));
+    let seed = site.url("/p/0");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = spawn(a.path(), &redis.url(), "join", &seed, &["--workers", "2"]);
+    wait_until(Duration::from_secs(30), || {
+        site.hits().values().sum::<u32>() >= 20
+    });
+    let second = spawn(b.path(), &redis.url(), "join", &seed, &["--workers", "2"]);
+    let by_first = finish(first, Duration::from_secs(60));
+    let by_second = finish(second, Duration::from_secs(60));
+    assert!(by_second > 0, "the joining process fetched nothing");
+    assert_eq!(by_first + by_second, PAGES as u64);
+    assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
 }
 
 #[test]
