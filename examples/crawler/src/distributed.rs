@@ -28,8 +28,8 @@ use reqwest::header;
 use url::Url;
 use url_dedup_bloom::{HashKey, SipHash13};
 use url_dedup_redis::{
-    ClaimedTask, Frontier, FrontierSettings, Link, Membership, Namespace, NewTask,
-    RedisSegmentStore, StoreOptions, WorkerId,
+    ClaimedTask, FrontierSettings, Link, Namespace, NewTask, RedisSegmentStore, StoreOptions,
+    WorkerId,
 };
 use url_dedup_segmented::SegmentedBloomFilter;
 
@@ -41,6 +41,7 @@ use crate::logger::Logger;
 use crate::monitor::{Counters, Monitor, Pacer};
 use crate::options::CrawlConfig;
 use crate::robots::RobotsRules;
+use crate::shards::ShardedFrontier;
 
 type SeenFilter = SegmentedBloomFilter<SipHash13, RedisSegmentStore>;
 
@@ -66,8 +67,7 @@ struct Node {
     canon: Canonicalizer,
     fetcher: Fetcher,
     kernels: Kernels,
-    frontier: Frontier,
-    members: Membership,
+    shards: ShardedFrontier,
     me: WorkerId,
     seen: Arc<SeenFilter>,
     conn: ConnectionManager,
@@ -125,16 +125,13 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         .await
         .map_err(|e| CrawlError::Options(format!("filter setup: {e}")))??
     };
-    let frontier = Frontier::with_settings(
-        link.clone(),
-        ns.clone(),
-        FrontierSettings {
-            host_delay: config.delay,
-            ..Default::default()
-        },
-    );
-    let members = Membership::with_ttl(link.clone(), ns.clone(), shared.lease);
-    members.join(&me).await?;
+    let settings = FrontierSettings {
+        host_delay: config.delay,
+        ..Default::default()
+    };
+    let shards =
+        ShardedFrontier::open(&link, &shared.name, me.clone(), shared.lease, key, settings).await?;
+    shards.join().await?;
 
     let logger = Logger::new(
         me.to_string(),
@@ -162,8 +159,7 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         canon: Canonicalizer::default(),
         fetcher: Fetcher::new(config.fetch.clone())?,
         kernels: Kernels::standard(config.respect_nofollow),
-        frontier,
-        members,
+        shards,
         me,
         seen: Arc::new(seen),
         conn,
@@ -183,6 +179,8 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         .info(&format!("joined crawl {}", shared.name))
         .await;
 
+    // The first process publishes the first table; a later one is added by the leader.
+    node.coordinate().await;
     // Every process offers the seeds: the shared filter lets exactly one push each.
     let seeds = node.config.seeds.clone();
     node.offer(seeds).await?;
@@ -222,8 +220,7 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         .flush()
         .map_err(CrawlError::io("writing", &log_path))?;
     // Nothing should be held here; whatever is goes back for the others at once.
-    node.frontier.requeue_worker(&node.me).await?;
-    node.members.leave(&node.me).await?;
+    node.shards.leave().await?;
     if let Some(e) = failure {
         node.monitor.logger.error(&e.to_string()).await;
         return Err(e);
@@ -245,6 +242,8 @@ fn summary(node: &Node) -> HashMap<&'static str, serde_json::Value> {
         ("skipped", load(&c.skipped)),
         ("errors", load(&c.errors)),
         ("bytes", load(&c.bytes)),
+        ("table_epoch", load(&c.table_epoch)),
+        ("most_shards", load(&c.most_shards)),
     ])
 }
 
@@ -279,19 +278,19 @@ async fn housekeeping(node: Arc<Node>, lease: Duration) {
     let mut beat = tokio::time::interval((lease / 3).max(Duration::from_millis(50)));
     loop {
         beat.tick().await;
-        match node.members.heartbeat(&node.me).await {
+        match node.shards.heartbeat().await {
             Ok(true) => {}
+            // Presumed dead while stalled: our claims were handed out again; rejoined.
             Ok(false) => {
-                // Presumed dead while stalled: our tasks were handed out again; rejoin.
                 node.monitor
                     .logger
-                    .warn("membership lease lost; rejoining")
-                    .await;
-                let _ = node.members.join(&node.me).await;
+                    .warn("membership lease lost; rejoined")
+                    .await
             }
             Err(e) => node.monitor.logger.warn(&format!("heartbeat: {e}")).await,
         }
-        match node.frontier.requeue_dead().await {
+        node.coordinate().await;
+        match node.shards.requeue_dead().await {
             Ok(0) => {}
             Ok(n) => {
                 node.monitor
@@ -313,32 +312,67 @@ async fn spider(node: Arc<Node>) -> Result<(), CrawlError> {
         if node.stopping.load(Ordering::Relaxed) {
             return Ok(());
         }
-        match node.frontier.claim_wait(&node.me, IDLE_WAIT).await? {
-            Some(task) => {
+        match node.shards.claim().await? {
+            Some((shard, task)) => {
                 if let Some(max) = node.config.max_pages
                     && node.started.fetch_add(1, Ordering::Relaxed) >= max
                 {
-                    node.frontier.release(&task).await?;
+                    node.shards.release(shard, &task).await?;
                     node.stopping.store(true, Ordering::Relaxed);
                     return Ok(());
                 }
                 node.crawl(&task).await?;
-                node.frontier.ack(&task).await?;
+                node.shards.ack(shard, &task).await?;
             }
             None => {
                 if node.stop_raised().await {
                     node.stopping.store(true, Ordering::Relaxed);
                     return Ok(());
                 }
-                if node.frontier.pending().await? == 0 && node.frontier.in_flight().await? == 0 {
+                if node.shards.drained().await? {
                     return Ok(());
                 }
+                tokio::time::sleep(IDLE_WAIT).await;
             }
         }
     }
 }
 
 impl Node {
+    /// Leader duties (when this process holds the lease) and this process's share.
+    async fn coordinate(&self) {
+        match self.shards.coordinate().await {
+            Ok(Some(change)) => self.monitor.logger.info(&change).await,
+            Ok(None) => {}
+            Err(e) => self.monitor.logger.warn(&format!("coordinator: {e}")).await,
+        }
+        match self.shards.refresh().await {
+            Ok(Some(a)) => {
+                let c = &self.monitor.counters;
+                c.table_epoch.store(a.epoch, Ordering::Relaxed);
+                c.shards.store(a.owned.len() as u64, Ordering::Relaxed);
+                c.most_shards
+                    .fetch_max(a.owned.len() as u64, Ordering::Relaxed);
+                self.monitor
+                    .logger
+                    .info(&format!(
+                        "partition epoch {}: {} of {} virtual nodes here",
+                        a.epoch,
+                        a.owned.len(),
+                        crate::shards::VIRTUAL_NODES
+                    ))
+                    .await;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                self.monitor
+                    .logger
+                    .warn(&format!("partition table: {e}"))
+                    .await
+            }
+        }
+    }
+
     /// The current period of an incremental crawl (0 before the first revisit).
     async fn period(&self) -> Result<u64, CrawlError> {
         let mut conn = self.conn.clone();
@@ -430,11 +464,10 @@ impl Node {
             .iter()
             .filter_map(|u| NewTask::from_url(u).ok())
             .collect();
-        for chunk in tasks.chunks(1000) {
-            self.frontier.push(chunk).await?;
-        }
-        Counters::add(&self.monitor.counters.queued, tasks.len() as u64);
-        Ok(tasks.len() as u64)
+        let n = tasks.len() as u64;
+        self.shards.push(tasks).await?;
+        Counters::add(&self.monitor.counters.queued, n);
+        Ok(n)
     }
 
     /// The validators stored for `url` by an earlier period, if any.
@@ -517,8 +550,9 @@ impl Node {
             }
         }
         if !tasks.is_empty() {
-            self.frontier.push(&tasks).await?;
-            Counters::add(&c.queued, tasks.len() as u64);
+            let n = tasks.len() as u64;
+            self.shards.push(tasks).await?;
+            Counters::add(&c.queued, n);
         }
         Ok(())
     }

@@ -71,6 +71,7 @@ mod page;
 mod robots;
 mod router;
 mod scope;
+mod shards;
 mod sitemap;
 mod skip;
 mod state;

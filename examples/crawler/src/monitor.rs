@@ -36,6 +36,11 @@ pub(crate) struct Counters {
     pub(crate) errors: AtomicU64,
     /// Body bytes received.
     pub(crate) bytes: AtomicU64,
+    /// Epoch of the partition table this process works by.
+    pub(crate) table_epoch: AtomicU64,
+    /// Virtual nodes (shards) of the table this process owns now, and the most it owned.
+    pub(crate) shards: AtomicU64,
+    pub(crate) most_shards: AtomicU64,
 }
 
 impl Counters {
@@ -116,6 +121,8 @@ struct Status {
     bytes: u64,
     pages_per_sec: f64,
     rate_limit: f64,
+    table_epoch: u64,
+    shards: u64,
     log: Vec<crate::logger::Entry>,
 }
 
@@ -144,6 +151,8 @@ impl Monitor {
                 0.0
             },
             rate_limit: self.pacer.rate(),
+            table_epoch: load(&c.table_epoch),
+            shards: load(&c.shards),
             log: self.logger.recent(20).await,
         }
     }
@@ -203,7 +212,9 @@ async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
         p = escape(&s.process),
         c = escape(&s.crawl)
     );
-    let rows: [(&str, String); 12] = [
+    let rows: [(&str, String); 14] = [
+        ("partition epoch", s.table_epoch.to_string()),
+        ("virtual nodes owned", s.shards.to_string()),
         ("fetched", s.fetched.to_string()),
         ("not modified (304)", s.not_modified.to_string()),
         ("queued", s.queued.to_string()),

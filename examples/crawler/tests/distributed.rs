@@ -115,6 +115,11 @@ fn spawn(out: &Path, redis: &str, crawl: &str, seed: &str, extra: &[&str]) -> Ch
 
 /// Waits for a process (bounded), asserts success, returns its summary's `fetched`.
 fn finish(child: Child, limit: Duration) -> u64 {
+    finish_summary(child, limit)["fetched"].as_u64().unwrap()
+}
+
+/// Waits for a process (bounded), asserts success, returns its summary.
+fn finish_summary(child: Child, limit: Duration) -> serde_json::Value {
     let begin = Instant::now();
     let mut child = child;
     loop {
@@ -134,8 +139,7 @@ fn finish(child: Child, limit: Duration) -> u64 {
         "crawler failed: {stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
-    summary["fetched"].as_u64().unwrap()
+    serde_json::from_str(stdout.trim()).unwrap()
 }
 
 fn page_hits(site: &Site, pages: usize) -> Vec<u32> {
@@ -225,20 +229,28 @@ fn a_process_joining_mid_crawl_takes_a_share() {
     else {
         return;
     };
-    const PAGES: usize = 150;
-    let site = tree_site(PAGES, Duration::from_millis(20));
-    let seed = site.url("/p/0");
+    const PAGES: usize = 160;
+    let forest = Forest::start(16, PAGES, Duration::from_millis(25));
+    let seeds = forest.seeds();
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let first = spawn(a.path(), &redis.url(), "join", &seed, &["--workers", "2"]);
-    wait_until(Duration::from_secs(30), || {
-        site.hits().values().sum::<u32>() >= 20
-    });
-    let second = spawn(b.path(), &redis.url(), "join", &seed, &["--workers", "2"]);
-    let by_first = finish(first, Duration::from_secs(60));
-    let by_second = finish(second, Duration::from_secs(60));
-    assert!(by_second > 0, "the joining process fetched nothing");
-    assert_eq!(by_first + by_second, PAGES as u64);
-    assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
+    let mut args = vec!["--workers", "4", "--lease-ms", "600"];
+    args.extend(seeds[1..].iter().map(String::as_str));
+    let first = spawn(a.path(), &redis.url(), "join", &seeds[0], &args);
+    wait_until(Duration::from_secs(30), || forest.total() >= 20);
+    let second = spawn(b.path(), &redis.url(), "join", &seeds[0], &args);
+    let first = finish_summary(first, Duration::from_secs(60));
+    let second = finish_summary(second, Duration::from_secs(60));
+    let epoch = |s: &serde_json::Value| s["table_epoch"].as_u64().unwrap();
+    let fetched = |s: &serde_json::Value| s["fetched"].as_u64().unwrap();
+    // The table was created for the first process, then the leader applied the join.
+    assert!(
+        epoch(&first) >= 2 && epoch(&second) >= 2,
+        "{first} {second}"
+    );
+    assert!(second["most_shards"].as_u64().unwrap() > 0, "{second}");
+    assert!(fetched(&second) > 0, "the joining process fetched nothing");
+    assert_eq!(fetched(&first) + fetched(&second), PAGES as u64);
+    assert_eq!(forest.hits(), vec![1; PAGES]);
 }
 
 #[test]
