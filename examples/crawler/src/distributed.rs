@@ -1,10 +1,14 @@
 //! Several crawler processes, one crawl (document 003): `--redis URL` puts the run queue and
 //! the done set in Redis through `url_dedup_redis`.
 //!
-//! * **Frontier**: `url_dedup_redis::Frontier`, per-host queues with leases. A claimed URL
-//!   stays in this process's processing set until acknowledged; the new URLs a page links to
-//!   are pushed *before* the page is acknowledged, so "queue empty and nothing in flight" means
-//!   the crawl is really over, for every process at once.
+//! * **Frontier**: `url_dedup_redis::Frontier`s, one per virtual node of the partition table
+//!   ([`crate::shards`]): per-host queues with leases. A claimed URL stays in this process's
+//!   processing set until acknowledged; the new URLs a page links to are pushed *before* the
+//!   page is acknowledged, so "every queue empty and nothing in flight" means the crawl is
+//!   really over, for every process at once.
+//! * **Partition table**: the leader applies joins and leaves and publishes fenced epochs; a
+//!   process claims only from the virtual nodes it owns, so a joining process takes over its
+//!   share and a leaving one hands its share over, with no page fetched twice.
 //! * **Done set**: one `SegmentedBloomFilter` whose segments live in Redis
 //!   (`RedisSegmentStore`): `BITFIELD` test-and-set, so of two processes finding the same new
 //!   link, exactly one pushes it. The hash key is drawn once per crawl and kept in Redis (`SET
@@ -12,8 +16,8 @@
 //! * **Membership**: a heartbeat lease per process. A process that dies (`kill -9`) stops
 //!   renewing it; the others' housekeeping calls `requeue_dead`, and its claimed URLs go back
 //!   to the front of their hosts' queues (at-least-once: those few are fetched again).
-//! * **Idle spiders** wait in `claim_wait`, woken by the frontier's pub/sub signal when a URL
-//!   is pushed, with a polling fallback.
+//! * **Idle spiders** wait in `claim_wait` on one of their virtual nodes, woken by its pub/sub
+//!   signal when a URL is pushed there, with a polling fallback.
 //! * **Stop flag**: `crawler --redis URL --crawl-name NAME --stop` sets a key; every process
 //!   sees it within a heartbeat, finishes its fetches in flight, acknowledges them and leaves.
 
@@ -312,7 +316,7 @@ async fn spider(node: Arc<Node>) -> Result<(), CrawlError> {
         if node.stopping.load(Ordering::Relaxed) {
             return Ok(());
         }
-        match node.shards.claim().await? {
+        match node.shards.claim_wait(IDLE_WAIT).await? {
             Some((shard, task)) => {
                 if let Some(max) = node.config.max_pages
                     && node.started.fetch_add(1, Ordering::Relaxed) >= max
@@ -332,7 +336,6 @@ async fn spider(node: Arc<Node>) -> Result<(), CrawlError> {
                 if node.shards.drained().await? {
                     return Ok(());
                 }
-                tokio::time::sleep(IDLE_WAIT).await;
             }
         }
     }

@@ -206,6 +206,29 @@ impl ShardedFrontier {
         Ok(None)
     }
 
+    /// [`claim`](Self::claim); when nothing is ready, waits up to `timeout` on one of this
+    /// process's virtual nodes (a different one each time), woken by its pub/sub signal when a
+    /// URL is pushed there. Sleeps `timeout` when this process owns none.
+    pub(crate) async fn claim_wait(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<(usize, ClaimedTask)>, CrawlError> {
+        if let Some(found) = self.claim().await? {
+            return Ok(Some(found));
+        }
+        let owned = self.assignment().owned;
+        if owned.is_empty() {
+            tokio::time::sleep(timeout).await;
+            return Ok(None);
+        }
+        let v = owned[self.next.fetch_add(1, Ordering::Relaxed) % owned.len()];
+        let task = self.shards[v]
+            .frontier
+            .claim_wait(&self.me, timeout)
+            .await?;
+        Ok(task.map(|t| (v, t)))
+    }
+
     pub(crate) async fn ack(&self, shard: usize, task: &ClaimedTask) -> Result<(), CrawlError> {
         self.shards[shard].frontier.ack(task).await?;
         Ok(())
