@@ -41,10 +41,11 @@
 //! # Several processes, one crawl (document 003)
 //!
 //! With `--redis URL`, the run queue and the done set live in Redis ([`distributed`], backed by
-//! `url_dedup_redis`): processes join and leave at any time, a killed one's URLs are requeued
-//! by the others, `--every` revisits known pages with conditional GET, `--status` serves the
-//! Monitor ([`monitor`]), warnings and errors of every process go to one capped Redis stream
-//! ([`logger`]), and `--stop` ends them all. What a response means is decided by a spider
+//! `url_dedup_redis`, split into the partition table's virtual nodes by [`shards`]): processes
+//! join and leave at any time (the leader publishes each new table epoch), a killed one's URLs
+//! are requeued by the others, `--every` revisits known pages with conditional GET, `--status`
+//! serves the Monitor ([`monitor`]), warnings and errors of every process go to one capped
+//! Redis stream ([`logger`]), and `--stop` ends them all. What a response means is decided by a spider
 //! kernel ([`kernel`]): HTML link following, sitemaps and feeds. See `docs/distributed.md`.
 //!
 //! See `docs/crawler.md` for the options, output formats and politeness defaults.
