@@ -385,3 +385,23 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn hex_round_trips(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            proptest::prop_assert_eq!(unhex(&hex), Some(bytes));
+        }
+    }
+
+    #[test]
+    fn bad_hex_is_refused() {
+        for bad in ["a", "zz", "0g", "é0"] {
+            assert_eq!(unhex(bad), None, "{bad}");
+        }
+    }
+}

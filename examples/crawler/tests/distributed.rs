@@ -332,7 +332,7 @@ fn the_status_page_reports_counters_and_changes_the_rate() {
         &redis.url(),
         "status",
         &seed,
-        &["--status", &addr, "--rate", "2"],
+        &["--status", &addr, "--rate", "1"],
     );
     let status = |field: &str| -> f64 {
         let (code, body) = http(&addr, "GET", "/status.json");
@@ -350,18 +350,19 @@ fn the_status_page_reports_counters_and_changes_the_rate() {
         served >= reported && served <= reported + 1,
         "{reported} vs {served}"
     );
-    assert_eq!(status("rate_limit"), 2.0);
+    assert_eq!(status("rate_limit"), 1.0);
     let (code, html) = http(&addr, "GET", "/");
     assert_eq!(code, 200);
     assert!(html.contains("duplicates avoided"), "{html}");
-    // At 2 pages/s the rest would take 25 s or more; lifting the limit finishes it at once.
+    // At 1 page/s the rest (56 pages or more) would take 56 s or more; lifting the limit
+    // finishes it in well under a second, so the bound below is generous both ways.
     let (code, _) = http(&addr, "POST", "/rate?pages_per_sec=0");
     assert_eq!(code, 200);
     let (code, _) = http(&addr, "POST", "/rate?pages_per_sec=-1");
     assert_eq!(code, 400);
     let changed = Instant::now();
-    let fetched = finish(child, Duration::from_secs(60));
-    assert!(changed.elapsed() < Duration::from_secs(15));
+    let fetched = finish(child, Duration::from_secs(90));
+    assert!(changed.elapsed() < Duration::from_secs(40));
     assert_eq!(fetched, PAGES as u64);
     assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
 }
