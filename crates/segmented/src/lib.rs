@@ -48,7 +48,7 @@
 //!
 //! * `serde`: `Serialize`/`Deserialize` for the in-memory filter, [`Layout`] and [`Probe`].
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod batch;
 pub mod bit_order;
@@ -58,6 +58,9 @@ mod filter;
 mod layout;
 mod memory;
 mod persist;
+mod prefetch;
+#[cfg(feature = "serde")]
+mod serde_impl;
 mod store;
 mod stripes;
 

@@ -163,14 +163,9 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
             .into());
         }
         let words = header.read_payload(&mut input)?;
-        let store = MemoryStore::new(stored.layout)?;
-        let segment_words = stored.layout.segment_words() as usize;
-        for (segment, chunk) in words.chunks_exact(segment_words).enumerate() {
-            store.merge_segment(segment as u64, chunk)?;
-        }
+        let mut store = MemoryStore::new(stored.layout)?;
         // A restored filter starts clean: it equals its snapshot.
-        let mut store = store;
-        store.clear_dirty();
+        store.load_words(&words);
         Ok(Self::with_store(
             store,
             H::from_key(stored.key),
