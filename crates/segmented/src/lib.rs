@@ -88,9 +88,27 @@
 //!
 //! # Performance
 //!
-//! See `docs/benchmarks.md` ("Segmented filter") for the figures and the command. In short, at
-//! 10 million URLs and 1%, batches answer several times faster than fastbloom, and with XXH3
-//! they are faster than the SIMD split-block filter sbbf-rs one item at a time.
+//! Figures, peers and the command are in `docs/benchmarks.md` ("Segmented filter"). At 10
+//! million URLs (12 MiB at 1%, 9.97 bits per URL), per URL, CPU time on a shared 2-core Zen 4:
+//!
+//! | | insert | query hit | query miss |
+//! |---|---|---|---|
+//! | batch, keyed SipHash | 62 ns | 46 ns | 46 ns |
+//! | batch, XXH3 | 42 ns | 25 ns | 25 ns |
+//! | one at a time, keyed SipHash | 181 ns | 173 ns | 163 ns |
+//! | fastbloom 0.17 (keyed SipHash), one at a time | 182 ns | 180 ns | 145 ns |
+//! | sbbf-rs 0.2.8 (XXH3, AVX2), one at a time | 50 ns | 49 ns | 56 ns |
+//!
+//! Use the batch methods whenever URLs come in groups (a fetched page's links): they are 3–4.6x
+//! faster than fastbloom and, with XXH3, faster than sbbf-rs. One call at a time the keyed hash
+//! dominates: the core cannot begin the next call's memory access while ~300 instructions of
+//! SipHash are in flight.
+//!
+//! # Unsafe code
+//!
+//! One instruction: the batch path's `PREFETCHT0` hint (`_mm_prefetch`, an `unsafe` intrinsic)
+//! in a private module with a `// SAFETY:` note. It was measured against a plain load first
+//! (`docs/decisions.md`). Everything else is safe Rust; the crate root denies `unsafe_code`.
 //!
 //! # Features
 //!
