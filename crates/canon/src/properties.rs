@@ -152,9 +152,19 @@ proptest! {
     #[test]
     fn idempotent_under_every_policy(input in prop_oneof![url_like(), near_canonical()], policy in policy()) {
         let canon = Canonicalizer::new(policy);
-        if let Ok(once) = canon.canonicalize(&input) {
-            let twice = canon.canonicalize(&once);
-            prop_assert_eq!(twice.as_deref(), Ok(&*once), "input {:?}", input);
+        let mut buffer = String::from("left over");
+        let into = canon.canonicalize_into(&input, &mut buffer);
+        match canon.canonicalize(&input) {
+            Ok(once) => {
+                let twice = canon.canonicalize(&once);
+                prop_assert_eq!(twice.as_deref(), Ok(&*once), "input {:?}", input);
+                prop_assert_eq!(&buffer, &*once);
+                prop_assert_eq!(into, Ok(matches!(once, std::borrow::Cow::Borrowed(_))));
+            }
+            Err(e) => {
+                prop_assert_eq!(into, Err(e));
+                prop_assert!(buffer.is_empty());
+            }
         }
     }
 

@@ -88,7 +88,7 @@
 //!
 //! # Performance
 //!
-//! Figures, peers and the command are in `docs/benchmarks.md` ("Segmented filter"). At 10
+//! Figures, peers and the command are in `docs/benchmarks.md` ("url-dedup-segmented"). At 10
 //! million URLs (12 MiB at 1%, 9.97 bits per URL), per URL, CPU time on a shared 2-core Zen 4:
 //!
 //! | | insert | query hit | query miss |

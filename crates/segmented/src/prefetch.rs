@@ -4,7 +4,7 @@
 //! that too, but it cannot retire until its line arrives, so the core's out-of-order window
 //! fills and the hashing of further items stalls behind it; a `PREFETCHT0` retires at once, and
 //! hashing the next chunk overlaps the memory latency of this one. Measured in
-//! `docs/benchmarks.md` (section "Segmented filter").
+//! `docs/benchmarks.md` (section "url-dedup-segmented").
 
 /// Asks the CPU to bring the cache line holding `value` into L1. No effect on results.
 #[cfg(target_arch = "x86_64")]

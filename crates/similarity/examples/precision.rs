@@ -22,10 +22,10 @@ use std::sync::Arc;
 use url_dedup_bloom::HashKey;
 use url_dedup_canon::{Canonicalizer, Policy, TrailingSlash};
 
-use url_dedup_similarity::{Feature, Preset, RegionSizing, SimilarityFilter, builtin};
+use url_dedup_similarity::{Feature, FeatureHash, Preset, RegionSizing, SimilarityFilter, builtin};
 
-/// Features, region sizing, and whether MD5 is keyed.
-type Config = (Vec<Arc<dyn Feature>>, RegionSizing, bool);
+/// Features, region sizing, feature hash, and whether the hash is keyed.
+type Config = (Vec<Arc<dyn Feature>>, RegionSizing, FeatureHash, bool);
 
 /// One URL and the page it leads to.
 struct Link {
@@ -42,10 +42,13 @@ struct Tally {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/real-urls.txt"));
+    let (path, shown) = match std::env::args().nth(1) {
+        Some(arg) => (PathBuf::from(&arg), arg),
+        None => (
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/real-urls.txt"),
+            "crates/similarity/data/real-urls.txt".to_owned(),
+        ),
+    };
     let text = std::fs::read_to_string(&path)?;
     let strict = {
         let mut p = Policy::default();
@@ -63,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map_or_else(|_| line.to_owned(), |c| c.into_owned()),
         })
         .collect();
-    println!("### Real URL list: `{}`\n", path.display());
+    println!("### Real URL list: `{shown}`\n");
     report(&real);
     println!("\n### Generated site with known near-duplicates\n");
     report(&generated_site());
@@ -116,6 +119,7 @@ fn report(links: &[Link]) {
             Some((
                 Preset::Document004.features(),
                 RegionSizing::Document004,
+                FeatureHash::Md5,
                 false,
             )),
         ),
@@ -124,30 +128,51 @@ fn report(links: &[Link]) {
             Some((
                 Preset::Document004.features(),
                 RegionSizing::PerFeature,
+                FeatureHash::Md5,
                 true,
             )),
         ),
         (
             "`Crawler`, document sizing",
-            Some((Preset::Crawler.features(), RegionSizing::Document004, true)),
+            Some((
+                Preset::Crawler.features(),
+                RegionSizing::Document004,
+                FeatureHash::Md5,
+                true,
+            )),
         ),
         (
             "`Crawler`, per-feature sizing (the default)",
-            Some((Preset::Crawler.features(), RegionSizing::PerFeature, true)),
+            Some((
+                Preset::Crawler.features(),
+                RegionSizing::PerFeature,
+                FeatureHash::Md5,
+                true,
+            )),
+        ),
+        (
+            "`Crawler`, per-feature sizing, SipHash-1-3",
+            Some((
+                Preset::Crawler.features(),
+                RegionSizing::PerFeature,
+                FeatureHash::SipHash13,
+                true,
+            )),
         ),
         (
             "custom: `site` + `path:query_key` only",
-            Some((lean, RegionSizing::PerFeature, true)),
+            Some((lean, RegionSizing::PerFeature, FeatureHash::Md5, true)),
         ),
     ];
     for (name, config) in rows {
         let crawler = name.contains("the default");
-        let mut filter = config.map(|(features, sizing, keyed)| {
+        let mut filter = config.map(|(features, sizing, hash, keyed)| {
             let b = SimilarityFilter::builder()
                 .expected_items(k)
                 .false_positive_rate(0.01)
                 .features(features)
-                .region_sizing(sizing);
+                .region_sizing(sizing)
+                .feature_hash(hash);
             let b = if keyed {
                 b.hash_key(HashKey::from_bytes(*b"precision-tables"))
             } else {

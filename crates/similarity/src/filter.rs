@@ -3,13 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use md5::{Digest as _, Md5};
 use url_dedup_bloom::HashKey;
 use url_dedup_bloom::sizing;
 
-use url_dedup_bloom::Digest as Halves;
-
-use crate::{Error, Explanation, Feature, Matches, Preset, RegionSizing, UrlParts, Verdict};
+use crate::feature_hash::ValueHasher;
+use crate::{
+    Error, Explanation, Feature, FeatureHash, Matches, Preset, RegionSizing, UrlParts, Verdict,
+};
 
 /// The most features one filter can have (one bit of a `u64` mask each).
 pub const MAX_FEATURES: usize = 64;
@@ -49,8 +49,8 @@ pub struct SimilarityFilter {
     pub(crate) sizing: RegionSizing,
     pub(crate) words: Vec<u64>,
     pub(crate) key: Option<HashKey>,
-    /// MD5 state after absorbing the key: cloned per feature value.
-    keyed: Md5,
+    pub(crate) hash: FeatureHash,
+    hasher: ValueHasher,
     pub(crate) expected_items: u64,
     pub(crate) fpr: f64,
     pub(crate) items: u64,
@@ -61,7 +61,7 @@ pub struct SimilarityFilter {
 /// Builds a [`SimilarityFilter`] from the two numbers document 004 asks of its user.
 ///
 /// Defaults: one million expected URLs, false-positive rate 0.01, [`Preset::Crawler`],
-/// [`RegionSizing::PerFeature`], a random key.
+/// [`RegionSizing::PerFeature`], [`FeatureHash::Md5`], a random key.
 ///
 /// # Examples
 ///
@@ -86,6 +86,7 @@ pub struct Builder {
     key: Option<HashKey>,
     region_bits: Option<u64>,
     sizing: RegionSizing,
+    hash: FeatureHash,
 }
 
 impl Default for Builder {
@@ -97,6 +98,7 @@ impl Default for Builder {
             key: Some(HashKey::random()),
             region_bits: None,
             sizing: RegionSizing::PerFeature,
+            hash: FeatureHash::Md5,
         }
     }
 }
@@ -195,6 +197,16 @@ impl Builder {
         self
     }
 
+    /// The hash applied to feature values (default [`FeatureHash::Md5`], the document's).
+    ///
+    /// # Examples
+    ///
+    /// See [`FeatureHash`].
+    pub fn feature_hash(mut self, hash: FeatureHash) -> Self {
+        self.hash = hash;
+        self
+    }
+
     /// Set the region size `N` directly instead of deriving it from `k` and `P`.
     ///
     /// # Examples
@@ -239,7 +251,7 @@ impl Builder {
             self.features,
             (region_bits, hashes, self.sizing),
             bits,
-            self.key,
+            (self.key, self.hash),
             self.expected_items,
             self.fpr,
             0,
@@ -287,15 +299,11 @@ impl SimilarityFilter {
         features: Vec<Arc<dyn Feature>>,
         (region_bits, hashes, sizing): (u64, u32, RegionSizing),
         words: Vec<u64>,
-        key: Option<HashKey>,
+        (key, hash): (Option<HashKey>, FeatureHash),
         expected_items: u64,
         fpr: f64,
         items: u64,
     ) -> Self {
-        let mut keyed = Md5::new();
-        if let Some(key) = key {
-            keyed.update(key.to_bytes());
-        }
         Self {
             features,
             region_bits,
@@ -303,7 +311,8 @@ impl SimilarityFilter {
             sizing,
             words,
             key,
-            keyed,
+            hash,
+            hasher: ValueHasher::new(hash, key),
             expected_items,
             fpr,
             items,
@@ -356,18 +365,12 @@ impl SimilarityFilter {
         for (i, feature) in self.features.iter().enumerate() {
             scratch.clear();
             feature.write_value(&parts, scratch);
-            let digest: [u8; 16] = self.keyed.clone().chain_update(&*scratch).finalize().into();
-            let value = u128::from_be_bytes(digest);
+            let (bit, halves) = self.hasher.hash(scratch, self.region_bits);
             let base = i as u64 * self.region_bits;
             let start = positions.len();
             if self.hashes == 1 {
-                // Document 004: the 128-bit MD5 value mod N selects the bit.
-                positions.push(base + (value % u128::from(self.region_bits)) as u64);
+                positions.push(base + bit);
             } else {
-                let halves = Halves {
-                    h1: (value >> 64) as u64,
-                    h2: value as u64,
-                };
                 positions.extend(
                     halves
                         .indexes(self.hashes, self.region_bits)
@@ -523,6 +526,15 @@ impl SimilarityFilter {
         sizing::false_positive_rate(self.region_bits, self.hashes, self.expected_items)
     }
 
+    /// The hash applied to feature values.
+    ///
+    /// # Examples
+    ///
+    /// See [`FeatureHash`].
+    pub fn feature_hash(&self) -> FeatureHash {
+        self.hash
+    }
+
     /// The hash key, or `None` for an unkeyed (document-exact MD5) filter.
     ///
     /// # Examples
@@ -562,6 +574,7 @@ impl fmt::Debug for SimilarityFilter {
             .field("items", &self.items)
             .field("expected_items", &self.expected_items)
             .field("keyed", &self.key.is_some())
+            .field("hash", &self.hash)
             .finish_non_exhaustive()
     }
 }
@@ -573,6 +586,7 @@ impl PartialEq for SimilarityFilter {
             && self.hashes == other.hashes
             && self.sizing == other.sizing
             && self.key == other.key
+            && self.hash == other.hash
             && self.expected_items == other.expected_items
             && self.fpr.to_bits() == other.fpr.to_bits()
             && self.items == other.items
@@ -582,6 +596,8 @@ impl PartialEq for SimilarityFilter {
 
 #[cfg(test)]
 mod tests {
+    use md5::{Digest as _, Md5};
+
     use super::*;
 
     fn bit(words: &[u64], i: u64) -> bool {

@@ -2,7 +2,7 @@
 //! (`url_dedup_bloom::snapshot`, kind [`Kind::SIMILARITY`]).
 //!
 //! Parameter block, little-endian: layout version (`u16`, 1), keyed flag (`u16`), key (16
-//! bytes, zero when unkeyed), region sizing (`u16`: 0 per feature, 1 document 004), region
+//! bytes, zero when unkeyed), feature hash (`u16`: 0 MD5, 1 SipHash-1-3), region sizing (`u16`: 0 per feature, 1 document 004), region
 //! bits `N` (`u64`), bits per value (`u32`), expected items `k` (`u64`), rate `P` (`f64`
 //! bits), recorded items (`u64`), feature count (`u16`), then each feature name as a `u16`
 //! length and its UTF-8 bytes. Payload: the `F * N` bits as little-endian words.
@@ -16,7 +16,7 @@ use url_dedup_bloom::snapshot::{self, Kind, Limits, Params, SnapshotError};
 use crate::filter::{check_feature_count, words_for};
 use url_dedup_bloom::sizing::MAX_HASHES;
 
-use crate::{Error, Feature, RegionSizing, SimilarityFilter, builtin};
+use crate::{Error, Feature, FeatureHash, RegionSizing, SimilarityFilter, builtin};
 
 const LAYOUT_VERSION: u16 = 1;
 
@@ -47,6 +47,7 @@ impl SimilarityFilter {
         p.put_u16(LAYOUT_VERSION)
             .put_u16(u16::from(self.key.is_some()))
             .put_bytes(&self.key.map_or([0; 16], HashKey::to_bytes))
+            .put_u16(self.hash.id())
             .put_u16(self.sizing.id())
             .put_u64(self.region_bits)
             .put_u32(self.hashes)
@@ -132,6 +133,7 @@ impl SimilarityFilter {
             _ => return Err(invalid("keyed flag must be 0 or 1")),
         };
         let key = HashKey::from_bytes(p.bytes::<16>()?);
+        let hash = FeatureHash::from_id(p.u16()?).ok_or(invalid("unknown feature hash"))?;
         let sizing = RegionSizing::from_id(p.u16()?).ok_or(invalid("unknown region sizing"))?;
         let region_bits = p.u64()?;
         let hashes = p.u32()?;
@@ -185,7 +187,7 @@ impl SimilarityFilter {
             features,
             (region_bits, hashes, sizing),
             bits,
-            keyed.then_some(key),
+            (keyed.then_some(key), hash),
             expected_items,
             fpr,
             items,

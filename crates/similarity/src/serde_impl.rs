@@ -10,7 +10,7 @@ use url_dedup_bloom::HashKey;
 
 use crate::filter::{check_feature_count, words_for};
 use crate::persist::{check_hashes, check_padding};
-use crate::{RegionSizing, SimilarityFilter, builtin};
+use crate::{FeatureHash, RegionSizing, SimilarityFilter, builtin};
 
 #[derive(Serialize)]
 struct ReprRef<'a> {
@@ -18,6 +18,7 @@ struct ReprRef<'a> {
     region_bits: u64,
     hashes: u32,
     sizing: u16,
+    hash: u16,
     key: Option<HashKey>,
     expected_items: u64,
     fpr: f64,
@@ -31,6 +32,7 @@ struct Repr {
     region_bits: u64,
     hashes: u32,
     sizing: u16,
+    hash: u16,
     key: Option<HashKey>,
     expected_items: u64,
     fpr: f64,
@@ -45,6 +47,7 @@ impl Serialize for SimilarityFilter {
             region_bits: self.region_bits,
             hashes: self.hashes,
             sizing: self.sizing.id(),
+            hash: self.hash.id(),
             key: self.key,
             expected_items: self.expected_items,
             fpr: self.fpr,
@@ -62,6 +65,8 @@ impl<'de> Deserialize<'de> for SimilarityFilter {
         let sizing = RegionSizing::from_id(r.sizing)
             .ok_or_else(|| D::Error::custom("unknown region sizing"))?;
         check_hashes(r.hashes, sizing).map_err(D::Error::custom)?;
+        let hash =
+            FeatureHash::from_id(r.hash).ok_or_else(|| D::Error::custom("unknown feature hash"))?;
         let words = words_for(r.region_bits, f).map_err(D::Error::custom)?;
         if r.words.len() as u64 != words {
             return Err(D::Error::custom(
@@ -84,7 +89,7 @@ impl<'de> Deserialize<'de> for SimilarityFilter {
             features,
             (r.region_bits, r.hashes, sizing),
             r.words,
-            r.key,
+            (r.key, hash),
             r.expected_items,
             r.fpr,
             r.items,

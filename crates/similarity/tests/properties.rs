@@ -2,7 +2,7 @@
 //! preserve verdicts, arbitrary text never panics.
 
 use proptest::prelude::*;
-use url_dedup_similarity::{Preset, SimilarityFilter};
+use url_dedup_similarity::{FeatureHash, Preset, RegionSizing, SimilarityFilter};
 
 fn url() -> impl Strategy<Value = String> {
     (
@@ -24,8 +24,23 @@ fn url() -> impl Strategy<Value = String> {
         })
 }
 
-fn preset() -> impl Strategy<Value = Preset> {
-    prop::sample::select(vec![Preset::Document004, Preset::Crawler])
+/// A filter for `k` URLs with any preset, region sizing and feature hash.
+fn filter(k: u64) -> impl Strategy<Value = SimilarityFilter> {
+    (
+        prop::sample::select(vec![Preset::Document004, Preset::Crawler]),
+        prop::sample::select(vec![RegionSizing::PerFeature, RegionSizing::Document004]),
+        prop::sample::select(vec![FeatureHash::Md5, FeatureHash::SipHash13]),
+        any::<bool>(),
+    )
+        .prop_map(move |(preset, sizing, hash, keyed)| {
+            let b = SimilarityFilter::builder()
+                .expected_items(k)
+                .preset(preset)
+                .region_sizing(sizing)
+                .feature_hash(hash);
+            let b = if keyed { b } else { b.unkeyed() };
+            b.build().unwrap()
+        })
 }
 
 proptest! {
@@ -34,9 +49,8 @@ proptest! {
     #[test]
     fn inserted_urls_are_always_similar_afterwards(
         urls in prop::collection::vec(url(), 1..60),
-        preset in preset(),
+        mut f in filter(100),
     ) {
-        let mut f = SimilarityFilter::builder().expected_items(100).preset(preset).build().unwrap();
         for u in &urls {
             let before = f.check(u);
             let verdict = f.check_and_insert(u);
@@ -48,8 +62,11 @@ proptest! {
     }
 
     #[test]
-    fn snapshots_preserve_verdicts(urls in prop::collection::vec(url(), 0..40), probes in prop::collection::vec(url(), 1..40), preset in preset()) {
-        let mut f = SimilarityFilter::builder().expected_items(50).preset(preset).build().unwrap();
+    fn snapshots_preserve_verdicts(
+        urls in prop::collection::vec(url(), 0..40),
+        probes in prop::collection::vec(url(), 1..40),
+        mut f in filter(50),
+    ) {
         for u in &urls {
             f.check_and_insert(u);
         }
@@ -59,11 +76,11 @@ proptest! {
         for p in &probes {
             prop_assert_eq!(back.check(p), f.check(p));
         }
+        prop_assert_eq!(back, f);
     }
 
     #[test]
-    fn any_text_is_accepted(text in "\\PC{0,60}", preset in preset()) {
-        let mut f = SimilarityFilter::builder().expected_items(10).preset(preset).build().unwrap();
+    fn any_text_is_accepted(text in "\\PC{0,60}", mut f in filter(10)) {
         f.check_and_insert(&text);
         prop_assert!(f.check(&text).is_similar());
     }

@@ -7,7 +7,7 @@ use url_dedup_bloom::snapshot::{self, Kind, Limits, Params};
 use url_dedup_bloom::{AtomicBloomFilter, HashKey};
 use url_dedup_canon::{Canonicalizer, Policy};
 #[cfg(feature = "similarity")]
-use url_dedup_similarity::{Preset, SimilarityFilter};
+use url_dedup_similarity::{FeatureHash, Preset, SimilarityFilter};
 
 use crate::{Error, Explanation, Outcome};
 
@@ -179,8 +179,10 @@ impl Builder {
     /// use url_dedup::{Outcome, UrlDedup, similarity::Preset};
     ///
     /// let d = UrlDedup::builder().similarity(Preset::Crawler).build()?;
-    /// d.check_and_insert("https://example.com/list?page=1")?;
-    /// assert!(matches!(d.check_and_insert("https://example.com/list?page=2")?, Outcome::Similar(_)));
+    /// d.check_and_insert("https://example.com/list?sort=price")?;
+    /// assert!(matches!(d.check_and_insert("https://example.com/list?sort=name")?, Outcome::Similar(_)));
+    /// // A value with digits identifies another page: not folded.
+    /// assert!(d.check_and_insert("https://example.com/list?page=2")?.is_new());
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     #[cfg(feature = "similarity")]
@@ -211,10 +213,17 @@ impl Builder {
         #[cfg(feature = "similarity")]
         let similarity = match self.similarity {
             Some(preset) => {
+                // Document 004 keeps its MD5; the crawler preset hashes seven features per URL,
+                // where the workspace's keyed SipHash is about three times faster.
+                let hash = match preset {
+                    Preset::Document004 => FeatureHash::Md5,
+                    _ => FeatureHash::SipHash13,
+                };
                 let mut b = SimilarityFilter::builder()
                     .expected_items(self.expected_urls)
                     .false_positive_rate(self.fpr)
-                    .preset(preset);
+                    .preset(preset)
+                    .feature_hash(hash);
                 if let Some(key) = self.key {
                     b = b.hash_key(key);
                 }

@@ -1,0 +1,422 @@
+//! URLs per second and Redis bytes per URL for check-and-insert through one local Redis, next
+//! to the common alternatives, in the same run on the same server:
+//!
+//! * `sadd-8B`: `SADD` of an 8-byte keyed hash per URL (scrapy-redis style; exact, ~56 B/URL);
+//! * `bitfield/url`: one `BITFIELD key SET u1 o1 1 ... SET u1 ok 1` per URL on one key;
+//! * `setbit×k`: k separate `SETBIT`s per URL (Redisson style; not atomic across clients).
+//!
+//! Every method pipelines a whole batch per round trip, with 1 and 4 clients (threads, one
+//! connection each) and batches of 100 and 1,000 URLs. The bench starts its own redis-server
+//! (see `url_dedup_redis::testing`). Run it with
+//!
+//! ```text
+//! cargo bench -p url-dedup-benches --bench redis
+//! ```
+//!
+//! `URL_DEDUP_BENCH_URLS` (default 200000) and `URL_DEDUP_BENCH_RUNS` (default 3) size it; the
+//! figures printed are medians over the runs.
+
+use std::time::{Duration, Instant};
+
+use redis::{Connection, RedisResult};
+use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
+use url_dedup_bloom::sizing;
+use url_dedup_redis::testing::RedisServer;
+use url_dedup_redis::{RedisSegmentStore, StoreOptions, WriteMode};
+use url_dedup_segmented::SegmentedBloomFilter;
+
+const FPR: f64 = 0.01;
+
+/// One way of asking Redis "new?" for a batch of URLs, from one client.
+trait Method: Send {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()>;
+}
+
+type Factory<'a> = dyn Fn(&str, u64) -> Box<dyn Method> + Sync + 'a;
+
+struct Sadd {
+    conn: Connection,
+    hasher: SipHash13,
+}
+
+impl Method for Sadd {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let mut pipe = redis::pipe();
+        for url in batch {
+            let h = self.hasher.hash(url.as_bytes()).h1.to_le_bytes();
+            pipe.cmd("SADD").arg("seen").arg(&h[..]);
+        }
+        let added: Vec<i64> = pipe.query(&mut self.conn)?;
+        new.extend(added.iter().map(|&a| a == 1));
+        Ok(())
+    }
+}
+
+struct BitfieldPerUrl {
+    conn: Connection,
+    hasher: SipHash13,
+    bits: u64,
+    hashes: u32,
+}
+
+impl Method for BitfieldPerUrl {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let mut pipe = redis::pipe();
+        for url in batch {
+            let cmd = pipe.cmd("BITFIELD").arg("bloom");
+            for offset in self
+                .hasher
+                .hash(url.as_bytes())
+                .indexes(self.hashes, self.bits)
+            {
+                cmd.arg("SET").arg("u1").arg(offset).arg(1);
+            }
+        }
+        let olds: Vec<Vec<i64>> = pipe.query(&mut self.conn)?;
+        new.extend(olds.iter().map(|old| old.contains(&0)));
+        Ok(())
+    }
+}
+
+struct SetbitK {
+    conn: Connection,
+    hasher: SipHash13,
+    bits: u64,
+    hashes: u32,
+}
+
+impl Method for SetbitK {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let mut pipe = redis::pipe();
+        for url in batch {
+            for offset in self
+                .hasher
+                .hash(url.as_bytes())
+                .indexes(self.hashes, self.bits)
+            {
+                pipe.cmd("SETBIT").arg("bloom").arg(offset).arg(1);
+            }
+        }
+        let olds: Vec<i64> = pipe.query(&mut self.conn)?;
+        new.extend(
+            olds.chunks(self.hashes as usize)
+                .map(|old| old.contains(&0)),
+        );
+        Ok(())
+    }
+}
+
+/// Creates the one-key bit array at its final size (as Redisson and scrapy-redis-bloomfilter
+/// users size it up front), so its growth is not timed and its memory is not over-counted.
+fn bit_array(url: &str, bits: u64) -> Connection {
+    let mut conn = connect(url);
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("bloom")
+        .query(&mut conn)
+        .expect("EXISTS");
+    if !exists {
+        redis::cmd("SETRANGE")
+            .arg("bloom")
+            .arg(bits.div_ceil(8) - 1)
+            .arg(&b"\0"[..])
+            .exec(&mut conn)
+            .expect("SETRANGE");
+    }
+    conn
+}
+
+/// Every method's connection disables Nagle's algorithm, as ours does: otherwise a
+/// pipeline's tail waits for a delayed acknowledgement and batches of 1,000 look slow.
+fn connect(url: &str) -> Connection {
+    use redis::IntoConnectionInfo;
+    use redis::io::tcp::TcpSettings;
+    let info = url
+        .into_connection_info()
+        .expect("url")
+        .set_tcp_settings(TcpSettings::default().set_nodelay(true));
+    redis::Client::open(info)
+        .and_then(|c| c.get_connection())
+        .expect("connect to the bench's redis-server")
+}
+
+fn used_memory(conn: &mut Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(conn).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO")
+}
+
+struct Run {
+    elapsed: Duration,
+    /// Redis's own CPU time (user + system) during the run: parsing, commands, replies.
+    redis_cpu: Duration,
+    bytes: u64,
+    admitted: usize,
+}
+
+fn run_once(
+    url: &str,
+    factory: &Factory<'_>,
+    urls: &[String],
+    clients: usize,
+    batch: usize,
+) -> Run {
+    let mut admin = connect(url);
+    redis::cmd("FLUSHALL").exec(&mut admin).expect("FLUSHALL");
+    let before = used_memory(&mut admin);
+    let cpu_before = redis_cpu(&mut admin);
+    let mut methods: Vec<Box<dyn Method>> = (0..clients)
+        .map(|_| factory(url, urls.len() as u64))
+        .collect();
+    let share = urls.len().div_ceil(clients);
+    let start = Instant::now();
+    let admitted: usize = std::thread::scope(|s| {
+        let handles: Vec<_> = methods
+            .iter_mut()
+            .zip(urls.chunks(share))
+            .map(|(method, mine)| {
+                s.spawn(move || {
+                    let mut new = Vec::with_capacity(mine.len());
+                    for chunk in mine.chunks(batch) {
+                        method
+                            .check_and_insert(chunk, &mut new)
+                            .expect("bench batch");
+                    }
+                    new.iter().filter(|&&n| n).count()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("client")).sum()
+    });
+    let elapsed = start.elapsed();
+    let redis_cpu = redis_cpu(&mut admin).saturating_sub(cpu_before);
+    // Client buffers are not the filter: close the clients before measuring.
+    drop(methods);
+    std::thread::sleep(Duration::from_millis(50));
+    let after = used_memory(&mut admin);
+    Run {
+        elapsed,
+        redis_cpu,
+        bytes: after.saturating_sub(before),
+        admitted,
+    }
+}
+
+fn redis_cpu(conn: &mut Connection) -> Duration {
+    let info: String = redis::cmd("INFO").arg("cpu").query(conn).expect("INFO");
+    let seconds: f64 = info
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("used_cpu_user:")
+                .or_else(|| l.strip_prefix("used_cpu_sys:"))
+        })
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum();
+    Duration::from_secs_f64(seconds)
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` would pass nothing and expects a
+    // quick exit, so only a real bench run does the work.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let Some(server) = RedisServer::start_or_skip("redis bench") else {
+        return;
+    };
+    let n = env_usize("URL_DEDUP_BENCH_URLS", 200_000);
+    let runs = env_usize("URL_DEDUP_BENCH_RUNS", 3).max(1);
+    let urls = url_dedup_benches::urls(n, 42);
+    let key = HashKey::from_bytes(*b"bench-redis-key!");
+    let classic = sizing::Sizing::classic(n as u64, FPR).expect("sizing");
+    let (bits, hashes) = (classic.bits, classic.hashes);
+
+    let mut methods: Vec<(&str, Box<Factory<'_>>)> = vec![
+        (
+            "sadd-8B",
+            Box::new(move |url: &str, _| -> Box<dyn Method> {
+                Box::new(Sadd {
+                    conn: connect(url),
+                    hasher: SipHash13::new(key),
+                })
+            }),
+        ),
+        (
+            "bitfield/url",
+            Box::new(move |url: &str, _| -> Box<dyn Method> {
+                Box::new(BitfieldPerUrl {
+                    conn: bit_array(url, bits),
+                    hasher: SipHash13::new(key),
+                    bits,
+                    hashes,
+                })
+            }),
+        ),
+        (
+            "setbit×k",
+            Box::new(move |url: &str, _| -> Box<dyn Method> {
+                Box::new(SetbitK {
+                    conn: bit_array(url, bits),
+                    hasher: SipHash13::new(key),
+                    bits,
+                    hashes,
+                })
+            }),
+        ),
+    ];
+    methods.extend(ours(key));
+    if let Ok(only) = std::env::var("URL_DEDUP_BENCH_METHODS") {
+        methods.retain(|(name, _)| only.split(',').any(|o| name.contains(o)));
+    }
+
+    println!(
+        "redis-server {} on 127.0.0.1:{}; {n} URLs, {runs} runs each, medians",
+        server_version(&server.url()),
+        server.port()
+    );
+    println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}\n");
+    println!(
+        "{:<22} {:>7} {:>6} {:>12} {:>10} {:>10} {:>14}",
+        "method", "clients", "batch", "URLs/s", "B/URL", "admitted", "redis us/URL"
+    );
+    let clients_list: Vec<usize> = std::env::var("URL_DEDUP_BENCH_CLIENTS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|c| c.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 4]);
+    for &clients in &clients_list {
+        for batch in [100, 1_000] {
+            // Runs alternate between methods, so a burst of load from other processes on a
+            // shared machine hits every method alike; the first round only warms Redis up.
+            let mut results: Vec<Vec<Run>> = methods.iter().map(|_| Vec::new()).collect();
+            for round in 0..=runs {
+                for ((_, factory), times) in methods.iter().zip(&mut results) {
+                    let run = run_once(&server.url(), factory.as_ref(), &urls, clients, batch);
+                    if round > 0 {
+                        times.push(run);
+                    }
+                }
+            }
+            for ((name, _), mut times) in methods.iter().zip(results) {
+                times.sort_by_key(|r| r.elapsed);
+                let median = &times[times.len() / 2];
+                println!(
+                    "{:<22} {:>7} {:>6} {:>12.0} {:>10.2} {:>10} {:>14.2}",
+                    name,
+                    clients,
+                    batch,
+                    n as f64 / median.elapsed.as_secs_f64(),
+                    median.bytes as f64 / n as f64,
+                    median.admitted,
+                    median.redis_cpu.as_secs_f64() * 1e6 / n as f64,
+                );
+            }
+        }
+    }
+    design_load(&server.url(), key);
+    let mut admin = connect(&server.url());
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut admin)
+        .expect("INFO");
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut admin)
+        .expect("INFO");
+    println!("\nRedis time per command over the whole bench (INFO commandstats):");
+    for line in stats.lines().filter(|l| l.starts_with("cmdstat_")) {
+        println!("  {line}");
+    }
+    println!("\nINFO memory after the last run:");
+    for line in info
+        .lines()
+        .filter(|l| l.starts_with("used_memory") || l.starts_with("mem_fragmentation_ratio"))
+    {
+        println!("  {line}");
+    }
+}
+
+fn server_version(url: &str) -> String {
+    let mut conn = connect(url);
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut conn)
+        .expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap_or("?")
+        .trim()
+        .to_owned()
+}
+
+struct Ours {
+    filter: SegmentedBloomFilter<SipHash13, RedisSegmentStore>,
+}
+
+impl Method for Ours {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let answers = self.filter.try_check_and_insert_batch(batch).map_err(|e| {
+            redis::RedisError::from((redis::ErrorKind::Client, "store", e.to_string()))
+        })?;
+        new.extend(answers);
+        Ok(())
+    }
+}
+
+/// Our store, in its two write modes.
+fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
+    let factory = move |mode: WriteMode| {
+        move |url: &str, n: u64| -> Box<dyn Method> {
+            let layout = RedisSegmentStore::layout_for(n, FPR).expect("layout");
+            let options = StoreOptions {
+                mode,
+                ..StoreOptions::new("seen")
+            };
+            let filter =
+                RedisSegmentStore::create_filter(url, options, layout, SipHash13::new(key), n)
+                    .expect("open the shared filter");
+            Box::new(Ours { filter })
+        }
+    };
+    vec![
+        ("ours: bitfield/key", Box::new(factory(WriteMode::Bitfield))),
+        ("ours: optimistic", Box::new(factory(WriteMode::Optimistic))),
+    ]
+}
+
+/// Our filter's memory at design load for larger crawls: its strings are allocated in full
+/// when the filter is created, so creating it measures what it will hold.
+fn design_load(url: &str, key: HashKey) {
+    println!("\nours at design load, 1% FPR (memory is allocated up front):");
+    for items in [1_000_000u64, 10_000_000] {
+        let mut admin = connect(url);
+        redis::cmd("FLUSHALL").exec(&mut admin).expect("FLUSHALL");
+        let before = used_memory(&mut admin);
+        let layout = RedisSegmentStore::layout_for(items, FPR).expect("layout");
+        let filter = RedisSegmentStore::create_filter(
+            url,
+            StoreOptions::new("design"),
+            layout,
+            SipHash13::new(key),
+            items,
+        )
+        .expect("create");
+        drop(filter);
+        let after = used_memory(&mut admin);
+        println!(
+            "  {items:>10} URLs: k = {}, {} segments of {} bits, {:.3} bytes/URL in Redis, expected FPR {:.4}",
+            layout.hashes(),
+            layout.segments(),
+            layout.segment_bits(),
+            (after - before) as f64 / items as f64,
+            layout.false_positive_rate(items),
+        );
+    }
+}

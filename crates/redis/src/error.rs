@@ -1,0 +1,115 @@
+use std::time::Duration;
+
+/// Errors from the Redis backends.
+///
+/// Connection problems are retried with backoff inside every call; only when Redis stays
+/// unreachable for the whole retry budget does a call return [`Error::Unavailable`]. Nothing is
+/// dropped on the floor when that happens: a failed push left nothing half-written that a retry
+/// would lose, and claimed tasks stay in their worker's processing set until acknowledged or
+/// requeued.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::Error;
+///
+/// let err = Error::InvalidTask("host is empty");
+/// assert_eq!(err.to_string(), "invalid task: host is empty");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Redis could not be reached (or kept dropping the connection) for the whole retry budget.
+    #[error(
+        "redis unavailable during {operation} after {attempts} attempts over {elapsed:?}: {source}"
+    )]
+    Unavailable {
+        /// What was being done.
+        operation: &'static str,
+        /// How many times it was tried.
+        attempts: u32,
+        /// How long it was tried.
+        elapsed: Duration,
+        /// The last connection error.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// Redis answered with an error that a retry would not fix (wrong type, bad URL, ...).
+    #[error("redis error during {operation}: {source}")]
+    Redis {
+        /// What was being done.
+        operation: &'static str,
+        /// The error Redis or the client reported.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// Redis answered, but not in the shape our scripts promise: the keys were written by
+    /// something else.
+    #[error("unexpected data in redis at {key}: {detail}")]
+    Corrupt {
+        /// The key holding the data.
+        key: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A task was rejected before reaching Redis.
+    #[error("invalid task: {0}")]
+    InvalidTask(&'static str),
+    /// A name (worker, namespace, config field) is empty, too long or contains a separator.
+    #[error("invalid name {name:?}: {reason}")]
+    InvalidName {
+        /// The rejected name.
+        name: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The worker has no live membership lease, so it may not claim work.
+    #[error("worker {0:?} is not a live member (join or heartbeat first)")]
+    NotMember(String),
+    /// A shared filter exists under this prefix with other parameters than the caller's: using
+    /// it would compute other bits and silently corrupt both.
+    #[error("filter parameters differ: {field} is {stored} in redis, {expected} here")]
+    Mismatch {
+        /// The first parameter that differs.
+        field: &'static str,
+        /// Its value in Redis.
+        stored: String,
+        /// The caller's value.
+        expected: String,
+    },
+    /// No filter metadata exists at this key.
+    #[error("no filter at {key}")]
+    NoFilter {
+        /// The metadata key that was looked up.
+        key: String,
+    },
+    /// The optimistic (WATCH/MULTI/EXEC) write lost the race this many times in a row.
+    #[error("optimistic write gave up after {attempts} conflicting attempts")]
+    Contended {
+        /// Rounds tried.
+        attempts: u32,
+    },
+    /// The segmented filter rejected parameters or a snapshot.
+    #[error(transparent)]
+    Segmented(#[from] url_dedup_segmented::Error),
+    /// A write guarded by a leader epoch came from a leader that has been replaced.
+    #[error("fenced: epoch {presented} is stale, current leader epoch is {current}")]
+    Fenced {
+        /// The epoch the writer presented.
+        presented: u64,
+        /// The newest epoch in Redis.
+        current: u64,
+    },
+}
+
+/// Results of this crate.
+///
+/// # Examples
+///
+/// ```
+/// fn check(name: &str) -> url_dedup_redis::Result<url_dedup_redis::WorkerId> {
+///     url_dedup_redis::WorkerId::new(name)
+/// }
+/// assert!(check("w1").is_ok());
+/// ```
+pub type Result<T, E = Error> = std::result::Result<T, E>;

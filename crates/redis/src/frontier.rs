@@ -1,0 +1,700 @@
+//! The distributed URL task queue spiders pull from (document 003), at-least-once and one
+//! worker per host at a time (document 002's "one site is crawled serially").
+//!
+//! Keys under the namespace `{ns}`:
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `{ns}:q:<host>` | list | the host's pending tasks, FIFO |
+//! | `{ns}:ready` | sorted set | hosts with pending tasks and no lease, scored by the time (ms) they are due |
+//! | `{ns}:busy` | hash | host -> worker holding its lease |
+//! | `{ns}:proc:<worker>` | hash | claim token -> task, the worker's processing set |
+//! | `{ns}:workers` | set | workers that may hold tasks (scanned by [`Frontier::requeue_dead`]) |
+//! | `{ns}:pending`, `{ns}:ids` | counters | queued tasks; last task id given |
+//! | `{ns}:wake` | channel | published when a host becomes ready |
+//!
+//! Every state change is one Lua script, so a task is always in exactly one place: a host
+//! queue or one worker's processing hash.
+
+use std::time::Duration;
+
+use redis::{Script, Value};
+
+use crate::error::{Error, Result};
+use crate::link::Link;
+use crate::namespace::{Namespace, WorkerId, random_u64};
+use crate::signal::Subscription;
+use crate::task::{ClaimedTask, NewTask};
+
+/// Tasks per push script: bounds how long one script holds Redis (about 1 ms).
+const PUSH_CHUNK: usize = 1_000;
+/// How long a push token is remembered, so a push retried after a lost reply is not doubled.
+const PUSH_TOKEN_TTL_MS: u64 = 10 * 60 * 1000;
+/// Longest a sleeping worker goes without re-checking the queue, in case a wake-up was lost.
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Tunables of a [`Frontier`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use url_dedup_redis::FrontierSettings;
+///
+/// let polite = FrontierSettings { host_delay: Duration::from_secs(1), ..Default::default() };
+/// assert_eq!(polite.max_url_len, 8192);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrontierSettings {
+    /// Politeness: after a task of a host is finished, the host's next task is due this much
+    /// later (measured on the Redis server's clock, so workers' clocks do not matter).
+    pub host_delay: Duration,
+    /// Longest URL accepted by [`Frontier::push`].
+    pub max_url_len: usize,
+}
+
+impl Default for FrontierSettings {
+    /// No delay between tasks of a host; URLs up to 8 KiB.
+    fn default() -> Self {
+        Self {
+            host_delay: Duration::ZERO,
+            max_url_len: 8192,
+        }
+    }
+}
+
+/// The answer to [`Frontier::claim`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use url_dedup_redis::Claim;
+///
+/// let nothing = Claim::Empty { next_due: Some(Duration::from_millis(250)) };
+/// assert!(matches!(nothing, Claim::Empty { .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// A task, leased to the caller.
+    Task(ClaimedTask),
+    /// No host is due now. `next_due` says when the earliest one will be, if any is waiting for
+    /// its politeness delay; `None` means every queue is empty or its host busy.
+    Empty {
+        /// Time until the earliest delayed host is due.
+        next_due: Option<Duration>,
+    },
+}
+
+/// A distributed, at-least-once URL task queue with per-host leases.
+///
+/// * **Pull**: workers [`claim`](Self::claim) a task; it moves atomically into the worker's
+///   processing set, and the task's host is leased to the worker until it
+///   [`ack`](Self::ack)s or [`release`](Self::release)s the task, so one site is crawled by one
+///   worker at a time, in FIFO order.
+/// * **At-least-once**: a worker whose [`Membership`](crate::Membership) lease expired is
+///   presumed dead; [`requeue_dead`](Self::requeue_dead) puts its tasks back at the front of
+///   their hosts' queues. Only a worker with a live membership lease may claim.
+/// * **Retries are harmless**: pushes carry a token, claims a token, acks are idempotent, so
+///   the retry loop of [`Link`] never doubles or loses a task when a reply is lost.
+///
+/// # Examples
+///
+/// ```
+/// # use url_dedup_redis::testing::RedisServer;
+/// # let Some(server) = RedisServer::start_or_skip("Frontier example") else { return };
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+///
+/// let link = Link::connect(&server.url()).await?;
+/// let ns = Namespace::new("crawl")?;
+/// let frontier = Frontier::new(link.clone(), ns.clone());
+/// let members = Membership::new(link, ns);
+///
+/// let urls = ["https://a.example/1", "https://a.example/2", "https://b.example/1"];
+/// let tasks = urls.iter().map(|u| NewTask::from_url(u)).collect::<Result<Vec<_>, _>>()?;
+/// frontier.push(&tasks).await?;
+///
+/// let (w1, w2) = (WorkerId::new("w1")?, WorkerId::new("w2")?);
+/// members.join(&w1).await?;
+/// members.join(&w2).await?;
+/// let Claim::Task(t1) = frontier.claim(&w1).await? else { panic!() };
+/// let Claim::Task(t2) = frontier.claim(&w2).await? else { panic!() };
+/// assert_ne!(t1.host(), t2.host()); // one worker per host
+/// // a.example's second URL waits until its first is done.
+/// assert!(matches!(frontier.claim(&w2).await?, Claim::Empty { .. }));
+/// frontier.ack(&t1).await?;
+/// frontier.ack(&t2).await?;
+/// let Claim::Task(t3) = frontier.claim(&w2).await? else { panic!() };
+/// assert_eq!(t3.url(), "https://a.example/2");
+/// # Ok::<(), url_dedup_redis::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct Frontier {
+    link: Link,
+    ns: Namespace,
+    settings: FrontierSettings,
+    keys: Keys,
+}
+
+#[derive(Clone, Debug)]
+struct Keys {
+    ready: String,
+    busy: String,
+    ids: String,
+    pending: String,
+    workers: String,
+    queue_prefix: String,
+    wake: String,
+}
+
+fn scripts() -> &'static Scripts {
+    static SCRIPTS: std::sync::OnceLock<Scripts> = std::sync::OnceLock::new();
+    SCRIPTS.get_or_init(|| Scripts {
+        push: Script::new(include_str!("lua/push.lua")),
+        claim: Script::new(include_str!("lua/claim.lua")),
+        finish: Script::new(include_str!("lua/finish.lua")),
+        requeue: Script::new(include_str!("lua/requeue.lua")),
+    })
+}
+
+struct Scripts {
+    push: Script,
+    claim: Script,
+    finish: Script,
+    requeue: Script,
+}
+
+impl Frontier {
+    /// A frontier in namespace `ns` with default [`FrontierSettings`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("Frontier::new example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, Link, Namespace};
+    ///
+    /// let frontier = Frontier::new(Link::connect(&server.url()).await?, Namespace::new("c")?);
+    /// assert_eq!(frontier.pending().await?, 0);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn new(link: Link, ns: Namespace) -> Self {
+        Self::with_settings(link, ns, FrontierSettings::default())
+    }
+
+    /// A frontier with explicit settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("with_settings example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use url_dedup_redis::{Frontier, FrontierSettings, Link, Namespace};
+    ///
+    /// let settings = FrontierSettings { host_delay: Duration::from_millis(500), ..Default::default() };
+    /// let link = Link::connect(&server.url()).await?;
+    /// let frontier = Frontier::with_settings(link, Namespace::new("c")?, settings);
+    /// assert_eq!(frontier.settings().host_delay, Duration::from_millis(500));
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn with_settings(link: Link, ns: Namespace, settings: FrontierSettings) -> Self {
+        let keys = Keys {
+            ready: ns.key("ready"),
+            busy: ns.key("busy"),
+            ids: ns.key("ids"),
+            pending: ns.key("pending"),
+            workers: ns.key("workers"),
+            queue_prefix: ns.key("q:"),
+            wake: ns.key("wake"),
+        };
+        Self {
+            link,
+            ns,
+            settings,
+            keys,
+        }
+    }
+
+    /// The settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("settings example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, FrontierSettings, Link, Namespace};
+    /// let frontier = Frontier::new(Link::connect(&server.url()).await?, Namespace::new("c")?);
+    /// assert_eq!(frontier.settings(), FrontierSettings::default());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn settings(&self) -> FrontierSettings {
+        self.settings
+    }
+
+    /// Appends tasks to their hosts' queues and returns the global id of the first one; the
+    /// others follow consecutively within each chunk of 1,000. Wakes sleeping workers when a
+    /// host becomes ready.
+    ///
+    /// Each chunk is one atomic script carrying a random token: if the reply is lost and the
+    /// call retried, the script sees the token and does nothing twice. When the call returns
+    /// an error, chunks before the failing one are queued and later ones are not; pushing the
+    /// same tasks again may then queue some twice (the frontier is at-least-once), never lose
+    /// them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTask`] for a URL longer than
+    /// [`max_url_len`](FrontierSettings::max_url_len) (nothing is pushed);
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("push example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, Link, Namespace, NewTask};
+    /// let frontier = Frontier::new(Link::connect(&server.url()).await?, Namespace::new("c")?);
+    /// let first = frontier.push(&[NewTask::new("h", "https://h/1")?, NewTask::new("h", "https://h/2")?]).await?;
+    /// assert_eq!(first, Some(1));
+    /// assert_eq!(frontier.pending().await?, 2);
+    /// assert_eq!(frontier.push(&[]).await?, None);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn push(&self, tasks: &[NewTask]) -> Result<Option<u64>> {
+        if tasks
+            .iter()
+            .any(|t| t.url().len() > self.settings.max_url_len)
+        {
+            return Err(Error::InvalidTask("url is longer than max_url_len"));
+        }
+        let mut first_id = None;
+        for chunk in tasks.chunks(PUSH_CHUNK) {
+            let token_key = self.ns.key(&format!("push:{:016x}", random_u64()));
+            let first: u64 = self
+                .link
+                .run("push", |mut conn| {
+                    let mut call = scripts().push.prepare_invoke();
+                    call.key(&self.keys.ready)
+                        .key(&self.keys.busy)
+                        .key(&self.keys.ids)
+                        .key(&self.keys.pending)
+                        .key(&token_key)
+                        .arg(&self.keys.queue_prefix)
+                        .arg(&self.keys.wake)
+                        .arg(PUSH_TOKEN_TTL_MS);
+                    for task in chunk {
+                        call.arg(task.host()).arg(task.url());
+                    }
+                    async move { call.invoke_async(&mut conn).await }
+                })
+                .await?;
+            first_id.get_or_insert(first);
+        }
+        Ok(first_id)
+    }
+
+    /// Leases the next due task to `worker`, who must hold a live
+    /// [`Membership`](crate::Membership) lease.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotMember`] when the worker's lease is missing or expired;
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("claim example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Error, Frontier, Link, Membership, Namespace, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// assert!(matches!(frontier.claim(&me).await, Err(Error::NotMember(_))));
+    /// Membership::new(link, ns).join(&me).await?;
+    /// assert_eq!(frontier.claim(&me).await?, Claim::Empty { next_due: None });
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn claim(&self, worker: &WorkerId) -> Result<Claim> {
+        let token = random_u64();
+        let proc_key = self.proc_key(worker);
+        let member_key = self.ns.member(worker);
+        let token_hex = format!("{token:016x}");
+        let (code, payload): (i64, Value) = self
+            .link
+            .run("claim", |mut conn| {
+                let mut call = scripts().claim.prepare_invoke();
+                call.key(&self.keys.ready)
+                    .key(&self.keys.busy)
+                    .key(&proc_key)
+                    .key(&self.keys.workers)
+                    .key(&self.keys.pending)
+                    .key(&member_key)
+                    .arg(&self.keys.queue_prefix)
+                    .arg(worker.as_str())
+                    .arg(&token_hex);
+                async move { call.invoke_async(&mut conn).await }
+            })
+            .await?;
+        match (code, payload) {
+            (1, Value::BulkString(raw)) => Ok(Claim::Task(ClaimedTask::decode(
+                &raw,
+                worker.clone(),
+                token,
+                &proc_key,
+            )?)),
+            (0, Value::Int(ms)) => Ok(Claim::Empty {
+                next_due: u64::try_from(ms).ok().map(Duration::from_millis),
+            }),
+            (-1, _) => Err(Error::NotMember(worker.to_string())),
+            (code, other) => Err(Error::Corrupt {
+                key: proc_key,
+                detail: format!("claim script answered {code} {other:?}"),
+            }),
+        }
+    }
+
+    /// [`claim`](Self::claim), sleeping until a task is due or `timeout` passes. Sleeping
+    /// workers are woken through pub/sub when a host becomes ready, and re-check at least every
+    /// 500 ms in case a wake-up was lost.
+    ///
+    /// # Errors
+    ///
+    /// As for [`claim`](Self::claim).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("claim_wait example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use url_dedup_redis::{Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// let producer = frontier.clone();
+    /// tokio::spawn(async move {
+    ///     tokio::time::sleep(Duration::from_millis(50)).await;
+    ///     producer.push(&[NewTask::from_url("https://late.example/")?]).await
+    /// });
+    /// let task = frontier.claim_wait(&me, Duration::from_secs(5)).await?.expect("woken up");
+    /// assert_eq!(task.host(), "late.example");
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn claim_wait(
+        &self,
+        worker: &WorkerId,
+        timeout: Duration,
+    ) -> Result<Option<ClaimedTask>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut wake = Subscription::new(self.link.client().clone(), self.keys.wake.clone());
+        let mut subscribed = false;
+        loop {
+            let next_due = match self.claim(worker).await? {
+                Claim::Task(task) => return Ok(Some(task)),
+                Claim::Empty { next_due } => next_due,
+            };
+            if !subscribed {
+                // Subscribe only once there is nothing to do (a busy worker never pays for it),
+                // then look again: a push between the first look and the subscription would
+                // otherwise go unnoticed until the next poll.
+                subscribed = true;
+                wake.ensure(POLL_INTERVAL).await;
+                continue;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let nap = left.min(POLL_INTERVAL).min(
+                next_due
+                    .unwrap_or(POLL_INTERVAL)
+                    .max(Duration::from_millis(1)),
+            );
+            wake.wait(nap).await;
+        }
+    }
+
+    /// Marks a claimed task done and frees its host. Returns `false` when the claim is stale:
+    /// the worker was presumed dead and the task requeued (another worker will crawl it again,
+    /// which at-least-once allows). Acknowledging twice is harmless.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable; the task stays claimed, and will be
+    /// requeued if the worker dies before acknowledging it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("ack example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://a.example/")?]).await?;
+    /// let Claim::Task(task) = frontier.claim(&me).await? else { panic!() };
+    /// assert!(frontier.ack(&task).await?);
+    /// assert!(!frontier.ack(&task).await?);
+    /// assert_eq!(frontier.in_flight().await?, 0);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn ack(&self, task: &ClaimedTask) -> Result<bool> {
+        self.finish(task, "ack").await
+    }
+
+    /// Gives a claimed task back, to the front of its host's queue (for a fetch that should be
+    /// retried later), and frees the host. Returns `false` when the claim is stale.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("release example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://a.example/")?]).await?;
+    /// let Claim::Task(task) = frontier.claim(&me).await? else { panic!() };
+    /// assert!(frontier.release(&task).await?);
+    /// let Claim::Task(again) = frontier.claim(&me).await? else { panic!() };
+    /// assert_eq!(again.id(), task.id());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn release(&self, task: &ClaimedTask) -> Result<bool> {
+        self.finish(task, "release").await
+    }
+
+    async fn finish(&self, task: &ClaimedTask, mode: &'static str) -> Result<bool> {
+        let proc_key = self.proc_key(&task.worker);
+        let token_hex = format!("{:016x}", task.token);
+        let delay_ms = self.settings.host_delay.as_millis() as u64;
+        let done: i64 = self
+            .link
+            .run("finish task", |mut conn| {
+                let mut call = scripts().finish.prepare_invoke();
+                call.key(&proc_key)
+                    .key(&self.keys.busy)
+                    .key(&self.keys.ready)
+                    .key(&self.keys.pending)
+                    .arg(&self.keys.queue_prefix)
+                    .arg(task.worker.as_str())
+                    .arg(&token_hex)
+                    .arg(delay_ms)
+                    .arg(&self.keys.wake)
+                    .arg(mode);
+                async move { call.invoke_async(&mut conn).await }
+            })
+            .await?;
+        Ok(done == 1)
+    }
+
+    /// Requeues the tasks of every worker whose membership lease has expired; returns how many
+    /// tasks came back. Any process may call it periodically (the leader, typically): it is
+    /// idempotent and each worker's requeue is one atomic script.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("requeue_dead example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let members = Membership::new(link, ns);
+    /// let me = WorkerId::new("w")?;
+    /// members.join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://a.example/")?]).await?;
+    /// let Claim::Task(_) = frontier.claim(&me).await? else { panic!() };
+    /// assert_eq!(frontier.requeue_dead().await?, 0); // still alive
+    /// members.leave(&me).await?;                    // as if its lease expired
+    /// assert_eq!(frontier.requeue_dead().await?, 1);
+    /// assert_eq!(frontier.pending().await?, 1);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn requeue_dead(&self) -> Result<u64> {
+        let workers: Vec<String> = self
+            .link
+            .run("list workers", |mut conn| {
+                let key = self.keys.workers.clone();
+                async move { redis::cmd("SMEMBERS").arg(key).query_async(&mut conn).await }
+            })
+            .await?;
+        let mut total = 0;
+        for name in workers {
+            let Ok(worker) = WorkerId::new(&name) else {
+                continue;
+            };
+            total += self.requeue(&worker, false).await?;
+        }
+        Ok(total)
+    }
+
+    /// Requeues every task `worker` holds, alive or not (for a worker that knows it is
+    /// shutting down, or an operator's decision). Returns how many tasks came back.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("requeue_worker example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://a.example/")?]).await?;
+    /// let Claim::Task(task) = frontier.claim(&me).await? else { panic!() };
+    /// assert_eq!(frontier.requeue_worker(&me).await?, 1);
+    /// assert!(!frontier.ack(&task).await?); // the claim is stale now
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn requeue_worker(&self, worker: &WorkerId) -> Result<u64> {
+        self.requeue(worker, true).await
+    }
+
+    async fn requeue(&self, worker: &WorkerId, force: bool) -> Result<u64> {
+        let proc_key = self.proc_key(worker);
+        let member_key = self.ns.member(worker);
+        let n: i64 = self
+            .link
+            .run("requeue", |mut conn| {
+                let mut call = scripts().requeue.prepare_invoke();
+                call.key(&proc_key)
+                    .key(&self.keys.busy)
+                    .key(&self.keys.ready)
+                    .key(&self.keys.workers)
+                    .key(&self.keys.pending)
+                    .key(&member_key)
+                    .arg(&self.keys.queue_prefix)
+                    .arg(worker.as_str())
+                    .arg(if force { "1" } else { "0" })
+                    .arg(&self.keys.wake);
+                async move { call.invoke_async(&mut conn).await }
+            })
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Tasks waiting in host queues (not counting claimed ones).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("pending example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, Link, Namespace, NewTask};
+    /// let frontier = Frontier::new(Link::connect(&server.url()).await?, Namespace::new("c")?);
+    /// frontier.push(&[NewTask::from_url("https://a.example/")?]).await?;
+    /// assert_eq!(frontier.pending().await?, 1);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn pending(&self) -> Result<u64> {
+        let key = self.keys.pending.clone();
+        let n: Option<i64> = self
+            .link
+            .run("pending", |mut conn| {
+                let key = key.clone();
+                async move { redis::cmd("GET").arg(key).query_async(&mut conn).await }
+            })
+            .await?;
+        Ok(n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+    }
+
+    /// Tasks claimed and not yet acknowledged, over all workers.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("in_flight example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, Link, Namespace};
+    /// let frontier = Frontier::new(Link::connect(&server.url()).await?, Namespace::new("c")?);
+    /// assert_eq!(frontier.in_flight().await?, 0);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn in_flight(&self) -> Result<u64> {
+        let workers: Vec<String> = self
+            .link
+            .run("list workers", |mut conn| {
+                let key = self.keys.workers.clone();
+                async move { redis::cmd("SMEMBERS").arg(key).query_async(&mut conn).await }
+            })
+            .await?;
+        let mut total = 0u64;
+        for name in workers {
+            let key = self.ns.key(&format!("proc:{name}"));
+            let n: u64 = self
+                .link
+                .run("count claimed", |mut conn| {
+                    let key = key.clone();
+                    async move { redis::cmd("HLEN").arg(key).query_async(&mut conn).await }
+                })
+                .await?;
+            total += n;
+        }
+        Ok(total)
+    }
+
+    fn proc_key(&self, worker: &WorkerId) -> String {
+        self.ns.key(&format!("proc:{worker}"))
+    }
+}

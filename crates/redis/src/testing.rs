@@ -1,0 +1,387 @@
+//! A throwaway `redis-server` for tests: this crate's, the crawler's and the two-tier protocol's.
+//!
+//! [`RedisServer::start`] runs a real server on a free loopback port in a fresh temporary
+//! directory, waits until it answers `PING`, and kills it when dropped. Fault tests call
+//! [`kill`](RedisServer::kill) and [`restart`](RedisServer::restart) (same port, same directory),
+//! so clients that reconnect find it again. A [`durable`](RedisServer::start_durable) server
+//! writes an fsync-always append-only file, so a restart keeps every acknowledged write; the
+//! default server keeps nothing (`--save '' --appendonly no`), like a cache that lost its memory.
+//!
+//! Tests should use [`RedisServer::start_or_skip`]: with no `redis-server` binary and no `CI`
+//! variable it prints a loud notice and returns `None`; under `CI` a missing binary is a failure.
+//! `bash scripts/install-test-deps.sh` installs the binary.
+//!
+//! # Examples
+//!
+//! ```
+//! use url_dedup_redis::testing::RedisServer;
+//!
+//! let Some(mut server) = RedisServer::start_or_skip("doc example") else { return Ok(()) };
+//! assert!(server.url().starts_with("redis://127.0.0.1:"));
+//! let port = server.port();
+//! server.restart()?;
+//! assert_eq!(server.port(), port);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+use std::env;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to answer its first `PING` (a durable one replays its log first).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A `redis-server` child process on `127.0.0.1`, killed on drop.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::testing::RedisServer;
+///
+/// if let Some(mut server) = RedisServer::start_or_skip("RedisServer example") {
+///     assert!(server.is_running());
+/// }
+/// ```
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    binary: PathBuf,
+    durable: bool,
+    dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    /// The `redis-server` binary: `$REDIS_SERVER` if set, else the first one on `PATH`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// if let Some(path) = RedisServer::binary() {
+    ///     assert!(path.is_file());
+    /// }
+    /// ```
+    pub fn binary() -> Option<PathBuf> {
+        if let Some(explicit) = env::var_os("REDIS_SERVER") {
+            let path = PathBuf::from(explicit);
+            return path.is_file().then_some(path);
+        }
+        env::split_paths(&env::var_os("PATH")?)
+            .map(|dir| dir.join("redis-server"))
+            .find(|candidate| candidate.is_file())
+    }
+
+    /// Starts an in-memory server (`--save '' --appendonly no`) on a free loopback port.
+    ///
+    /// # Errors
+    ///
+    /// No binary, a process that cannot start, or no `PONG` within 20 seconds.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let server = RedisServer::start()?;
+    /// println!("redis at {}", server.url());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start() -> io::Result<Self> {
+        Self::launch(false)
+    }
+
+    /// Starts a server that appends every write to an fsync-always log in its directory, so a
+    /// [`restart`](Self::restart) keeps every write it acknowledged.
+    ///
+    /// # Errors
+    ///
+    /// As for [`start`](Self::start).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let mut server = RedisServer::start_durable()?;
+    /// server.restart()?; // data written before is still there
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_durable() -> io::Result<Self> {
+        Self::launch(true)
+    }
+
+    /// [`start`](Self::start), or `None` with a loud notice on stderr when no binary exists and
+    /// the `CI` variable is not set.
+    ///
+    /// # Panics
+    ///
+    /// When the server cannot start, or when the binary is missing under `CI`: this is test
+    /// support, and a test that silently did nothing would be worse.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(server) = RedisServer::start_or_skip("my_test") else { return };
+    /// assert!(server.port() > 0);
+    /// ```
+    pub fn start_or_skip(test: &str) -> Option<Self> {
+        Self::start_or_skip_with(test, false)
+    }
+
+    /// [`start_durable`](Self::start_durable) with the skip rule of
+    /// [`start_or_skip`](Self::start_or_skip).
+    ///
+    /// # Panics
+    ///
+    /// As for [`start_or_skip`](Self::start_or_skip).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(mut server) = RedisServer::start_durable_or_skip("my_test") else { return };
+    /// assert!(server.is_running());
+    /// ```
+    pub fn start_durable_or_skip(test: &str) -> Option<Self> {
+        Self::start_or_skip_with(test, true)
+    }
+
+    fn start_or_skip_with(test: &str, durable: bool) -> Option<Self> {
+        if Self::binary().is_none() {
+            if env::var_os("CI").is_some() {
+                panic!("{test}: no redis-server binary under CI; run scripts/install-test-deps.sh");
+            }
+            eprintln!(
+                "\n!!!!!!!! SKIPPED {test}: no redis-server binary on PATH (and CI is not set).\n\
+                 !!!!!!!! Install it with `bash scripts/install-test-deps.sh` to run this test.\n"
+            );
+            return None;
+        }
+        match Self::launch(durable) {
+            Ok(server) => Some(server),
+            Err(e) => panic!("{test}: cannot start redis-server: {e}"),
+        }
+    }
+
+    fn launch(durable: bool) -> io::Result<Self> {
+        let binary = Self::binary()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no redis-server binary"))?;
+        // A free port can be taken by someone else between our probe and redis binding it;
+        // a few fresh tries make that race harmless.
+        let mut last = None;
+        for _ in 0..5 {
+            let port = free_port()?;
+            let mut server = Self {
+                child: None,
+                port,
+                binary: binary.clone(),
+                durable,
+                dir: tempfile::Builder::new()
+                    .prefix("url-dedup-redis-")
+                    .tempdir()?,
+            };
+            match server.spawn() {
+                Ok(()) => return Ok(server),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("redis-server did not start")))
+    }
+
+    fn spawn(&mut self) -> io::Result<()> {
+        let dir = self.dir.path();
+        let mut cmd = Command::new(&self.binary);
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", ""])
+            .arg("--dir")
+            .arg(dir)
+            .arg("--logfile")
+            .arg(dir.join("redis.log"))
+            .args(["--daemonize", "no"]);
+        if self.durable {
+            cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            cmd.args(["--appendonly", "no"]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Err(io::Error::other(format!(
+                    "redis-server exited with {status}: {}",
+                    log_tail(&dir.join("redis.log"))
+                )));
+            }
+            if ping(self.port) {
+                self.child = Some(child);
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "redis-server did not answer PING: {}",
+                        log_tail(&dir.join("redis.log"))
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The connection URL, `redis://127.0.0.1:PORT/`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(server) = RedisServer::start_or_skip("url example") else { return };
+    /// assert_eq!(server.url(), format!("redis://127.0.0.1:{}/", server.port()));
+    /// ```
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The TCP port, the same across restarts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(server) = RedisServer::start_or_skip("port example") else { return };
+    /// assert_ne!(server.port(), 0);
+    /// ```
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's working directory (log file, append-only file).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(server) = RedisServer::start_or_skip("dir example") else { return };
+    /// assert!(server.dir().join("redis.log").exists());
+    /// ```
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Whether the process is alive and was not [`kill`](Self::kill)ed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(mut server) = RedisServer::start_or_skip("is_running example") else { return };
+    /// server.kill();
+    /// assert!(!server.is_running());
+    /// ```
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Kills the server at once (SIGKILL: no shutdown, no final save), as a crash would.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(mut server) = RedisServer::start_or_skip("kill example") else { return };
+    /// server.kill();
+    /// assert!(std::net::TcpStream::connect(("127.0.0.1", server.port())).is_err());
+    /// ```
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server if it runs and starts it again on the same port and directory.
+    ///
+    /// # Errors
+    ///
+    /// The new process does not start or answer `PING`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(mut server) = RedisServer::start_or_skip("restart example") else { return Ok(()) };
+    /// server.restart()?;
+    /// assert!(server.is_running());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.kill();
+        // The port was ours a moment ago; redis sets SO_REUSEADDR, but an unlucky process may
+        // have grabbed it, so retry briefly before giving up.
+        let mut last = None;
+        for _ in 0..50 {
+            match self.spawn() {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("redis-server did not restart")))
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> io::Result<u16> {
+    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// True once a server on `port` answers `PING` with `+PONG` (not `-LOADING`).
+fn ping(port: u16) -> bool {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut line = String::new();
+    let mut reader = BufReader::new(stream.take(256));
+    reader.read_line(&mut line).is_ok() && line.starts_with("+PONG")
+}
+
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}
