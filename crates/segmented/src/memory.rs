@@ -121,7 +121,16 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+    ///
+    /// let store = MemoryStore::new(Layout::new(2, 512, 4)?)?;
+    /// let p = Probe { segment: 1, seed: 42 };
+    /// assert!(!store.contains(p));
+    /// store.check_and_insert(p);
+    /// assert!(store.contains(p));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     #[inline]
     pub fn contains(&self, probe: Probe) -> bool {
         let segment = self.segment(probe.segment);
@@ -140,7 +149,15 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+    ///
+    /// let store = MemoryStore::new(Layout::new(2, 512, 4)?)?;
+    /// let p = Probe { segment: 0, seed: 7 };
+    /// assert!(store.check_and_insert(p));
+    /// assert!(!store.check_and_insert(p));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     #[inline]
     pub fn check_and_insert(&self, probe: Probe) -> bool {
         let segment = self.segment(probe.segment);
@@ -316,7 +333,15 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+    ///
+    /// let store = MemoryStore::new(Layout::new(200, 512, 4)?)?;
+    /// store.check_and_insert(Probe { segment: 130, seed: 1 });
+    /// store.check_and_insert(Probe { segment: 5, seed: 1 });
+    /// assert_eq!(store.dirty_segments(), [5, 130]);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     pub fn dirty_segments(&self) -> Vec<u64> {
         let mut out = Vec::new();
         for (i, word) in self.dirty.iter().enumerate() {
@@ -377,7 +402,14 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore::new`].
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore};
+    ///
+    /// let store = MemoryStore::new(Layout::new(1, 64, 1)?)?;
+    /// store.merge_segment(0, &[0b1011])?;
+    /// assert_eq!(store.count_ones(), 3);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     pub fn count_ones(&self) -> u64 {
         self.words()
             .iter()
