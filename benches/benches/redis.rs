@@ -62,7 +62,11 @@ impl Method for BitfieldPerUrl {
         let mut pipe = redis::pipe();
         for url in batch {
             let cmd = pipe.cmd("BITFIELD").arg("bloom");
-            for offset in self.hasher.hash(url.as_bytes()).indexes(self.hashes, self.bits) {
+            for offset in self
+                .hasher
+                .hash(url.as_bytes())
+                .indexes(self.hashes, self.bits)
+            {
                 cmd.arg("SET").arg("u1").arg(offset).arg(1);
             }
         }
@@ -83,12 +87,19 @@ impl Method for SetbitK {
     fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
         let mut pipe = redis::pipe();
         for url in batch {
-            for offset in self.hasher.hash(url.as_bytes()).indexes(self.hashes, self.bits) {
+            for offset in self
+                .hasher
+                .hash(url.as_bytes())
+                .indexes(self.hashes, self.bits)
+            {
                 pipe.cmd("SETBIT").arg("bloom").arg(offset).arg(1);
             }
         }
         let olds: Vec<i64> = pipe.query(&mut self.conn)?;
-        new.extend(olds.chunks(self.hashes as usize).map(|old| old.contains(&0)));
+        new.extend(
+            olds.chunks(self.hashes as usize)
+                .map(|old| old.contains(&0)),
+        );
         Ok(())
     }
 }
@@ -113,12 +124,19 @@ struct Run {
     admitted: usize,
 }
 
-fn run_once(url: &str, factory: &Factory<'_>, urls: &[String], clients: usize, batch: usize) -> Run {
+fn run_once(
+    url: &str,
+    factory: &Factory<'_>,
+    urls: &[String],
+    clients: usize,
+    batch: usize,
+) -> Run {
     let mut admin = connect(url);
     redis::cmd("FLUSHALL").exec(&mut admin).expect("FLUSHALL");
     let before = used_memory(&mut admin);
-    let mut methods: Vec<Box<dyn Method>> =
-        (0..clients).map(|_| factory(url, urls.len() as u64)).collect();
+    let mut methods: Vec<Box<dyn Method>> = (0..clients)
+        .map(|_| factory(url, urls.len() as u64))
+        .collect();
     let share = urls.len().div_ceil(clients);
     let start = Instant::now();
     let admitted: usize = std::thread::scope(|s| {
@@ -129,7 +147,9 @@ fn run_once(url: &str, factory: &Factory<'_>, urls: &[String], clients: usize, b
                 s.spawn(move || {
                     let mut new = Vec::with_capacity(mine.len());
                     for chunk in mine.chunks(batch) {
-                        method.check_and_insert(chunk, &mut new).expect("bench batch");
+                        method
+                            .check_and_insert(chunk, &mut new)
+                            .expect("bench batch");
                     }
                     new.iter().filter(|&&n| n).count()
                 })
@@ -173,32 +193,53 @@ fn main() {
         (
             "sadd-8B",
             Box::new(move |url: &str, _| -> Box<dyn Method> {
-                Box::new(Sadd { conn: connect(url), hasher: SipHash13::new(key) })
+                Box::new(Sadd {
+                    conn: connect(url),
+                    hasher: SipHash13::new(key),
+                })
             }),
         ),
         (
             "bitfield/url",
             Box::new(move |url: &str, _| -> Box<dyn Method> {
-                Box::new(BitfieldPerUrl { conn: connect(url), hasher: SipHash13::new(key), bits, hashes })
+                Box::new(BitfieldPerUrl {
+                    conn: connect(url),
+                    hasher: SipHash13::new(key),
+                    bits,
+                    hashes,
+                })
             }),
         ),
         (
             "setbit×k",
             Box::new(move |url: &str, _| -> Box<dyn Method> {
-                Box::new(SetbitK { conn: connect(url), hasher: SipHash13::new(key), bits, hashes })
+                Box::new(SetbitK {
+                    conn: connect(url),
+                    hasher: SipHash13::new(key),
+                    bits,
+                    hashes,
+                })
             }),
         ),
     ];
     methods.extend(ours(key));
 
-    println!("redis-server {} on 127.0.0.1:{}; {n} URLs, {runs} runs each, medians", server_version(&server.url()), server.port());
+    println!(
+        "redis-server {} on 127.0.0.1:{}; {n} URLs, {runs} runs each, medians",
+        server_version(&server.url()),
+        server.port()
+    );
     println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}\n");
-    println!("{:<22} {:>7} {:>6} {:>12} {:>10} {:>10}", "method", "clients", "batch", "URLs/s", "B/URL", "admitted");
+    println!(
+        "{:<22} {:>7} {:>6} {:>12} {:>10} {:>10}",
+        "method", "clients", "batch", "URLs/s", "B/URL", "admitted"
+    );
     for clients in [1, 4] {
         for batch in [100, 1_000] {
             for (name, factory) in &methods {
-                let mut results: Vec<Run> =
-                    (0..runs).map(|_| run_once(&server.url(), factory.as_ref(), &urls, clients, batch)).collect();
+                let mut results: Vec<Run> = (0..runs)
+                    .map(|_| run_once(&server.url(), factory.as_ref(), &urls, clients, batch))
+                    .collect();
                 results.sort_by_key(|r| r.elapsed);
                 let median = &results[results.len() / 2];
                 println!(
@@ -214,16 +255,25 @@ fn main() {
         }
     }
     let mut admin = connect(&server.url());
-    let info: String = redis::cmd("INFO").arg("memory").query(&mut admin).expect("INFO");
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut admin)
+        .expect("INFO");
     println!("\nINFO memory after the last run:");
-    for line in info.lines().filter(|l| l.starts_with("used_memory") || l.starts_with("mem_fragmentation_ratio")) {
+    for line in info
+        .lines()
+        .filter(|l| l.starts_with("used_memory") || l.starts_with("mem_fragmentation_ratio"))
+    {
         println!("  {line}");
     }
 }
 
 fn server_version(url: &str) -> String {
     let mut conn = connect(url);
-    let info: String = redis::cmd("INFO").arg("server").query(&mut conn).expect("INFO");
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut conn)
+        .expect("INFO");
     info.lines()
         .find_map(|l| l.strip_prefix("redis_version:"))
         .unwrap_or("?")
@@ -235,4 +285,3 @@ fn server_version(url: &str) -> String {
 fn ours(_key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
     Vec::new()
 }
-
