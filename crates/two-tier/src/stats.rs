@@ -79,10 +79,12 @@ impl Counters {
 /// ```
 /// use url_dedup_two_tier::Stats;
 ///
+/// let mut one = Stats::default();
+/// one.round_trips = 3;
 /// let mut total = Stats::default();
-/// total += Stats { round_trips: 3, ..Stats::default() };
-/// total += Stats { round_trips: 4, ..Stats::default() };
-/// assert_eq!(total.round_trips, 7);
+/// total += one;
+/// total += one;
+/// assert_eq!(total.round_trips, 6);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

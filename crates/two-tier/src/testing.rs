@@ -381,8 +381,8 @@ impl Cluster {
             .unwrap_or_default()
     }
 
-    /// Whether nothing is left to do: no URL waiting in a `URL_pool`, no frame in an inbox
-    /// or a pool, nothing in `task_URL`, and the roles' counters unchanged over a few idle
+    /// Whether nothing is left to do: on every node whose role runs, no URL waiting in
+    /// `URL_pool`, no frame in an inbox or a pool, nothing in `task_URL`, and the roles' counters unchanged over a few idle
     /// waits (a frame popped but not yet handled shows up there). Polls until `timeout`.
     ///
     /// # Errors
@@ -445,7 +445,12 @@ impl Cluster {
 
     async fn queues_empty(&self) -> Result<bool> {
         let keys = self.keys();
-        for (&ip, link) in &self.links {
+        // A node whose role is not running keeps what it is sent: that is not pending work.
+        for (&ip, link) in self
+            .links
+            .iter()
+            .filter(|(ip, _)| self.running.contains_key(ip))
+        {
             let senders: Vec<IpAddr> = self.nodes().into_iter().filter(|&s| s != ip).collect();
             let counts: Vec<u64> = link
                 .run("idle check", |mut conn| {
