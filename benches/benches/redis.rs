@@ -22,6 +22,8 @@ use redis::{Connection, RedisResult};
 use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
 use url_dedup_bloom::sizing;
 use url_dedup_redis::testing::RedisServer;
+use url_dedup_redis::{RedisSegmentStore, StoreOptions, WriteMode};
+use url_dedup_segmented::SegmentedBloomFilter;
 
 const FPR: f64 = 0.01;
 
@@ -104,8 +106,35 @@ impl Method for SetbitK {
     }
 }
 
+/// Creates the one-key bit array at its final size (as Redisson and scrapy-redis-bloomfilter
+/// users size it up front), so its growth is not timed and its memory is not over-counted.
+fn bit_array(url: &str, bits: u64) -> Connection {
+    let mut conn = connect(url);
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("bloom")
+        .query(&mut conn)
+        .expect("EXISTS");
+    if !exists {
+        redis::cmd("SETRANGE")
+            .arg("bloom")
+            .arg(bits.div_ceil(8) - 1)
+            .arg(&b"\0"[..])
+            .exec(&mut conn)
+            .expect("SETRANGE");
+    }
+    conn
+}
+
+/// Every method's connection disables Nagle's algorithm, as ours does: otherwise a
+/// pipeline's tail waits for a delayed acknowledgement and batches of 1,000 look slow.
 fn connect(url: &str) -> Connection {
-    redis::Client::open(url)
+    use redis::IntoConnectionInfo;
+    use redis::io::tcp::TcpSettings;
+    let info = url
+        .into_connection_info()
+        .expect("url")
+        .set_tcp_settings(TcpSettings::default().set_nodelay(true));
+    redis::Client::open(info)
         .and_then(|c| c.get_connection())
         .expect("connect to the bench's redis-server")
 }
@@ -158,6 +187,9 @@ fn run_once(
         handles.into_iter().map(|h| h.join().expect("client")).sum()
     });
     let elapsed = start.elapsed();
+    // Client buffers are not the filter: close the clients before measuring.
+    drop(methods);
+    std::thread::sleep(Duration::from_millis(50));
     let after = used_memory(&mut admin);
     Run {
         elapsed,
@@ -203,7 +235,7 @@ fn main() {
             "bitfield/url",
             Box::new(move |url: &str, _| -> Box<dyn Method> {
                 Box::new(BitfieldPerUrl {
-                    conn: connect(url),
+                    conn: bit_array(url, bits),
                     hasher: SipHash13::new(key),
                     bits,
                     hashes,
@@ -214,7 +246,7 @@ fn main() {
             "setbit×k",
             Box::new(move |url: &str, _| -> Box<dyn Method> {
                 Box::new(SetbitK {
-                    conn: connect(url),
+                    conn: bit_array(url, bits),
                     hasher: SipHash13::new(key),
                     bits,
                     hashes,
@@ -223,6 +255,9 @@ fn main() {
         ),
     ];
     methods.extend(ours(key));
+    if let Ok(only) = std::env::var("URL_DEDUP_BENCH_METHODS") {
+        methods.retain(|(name, _)| only.split(',').any(|o| name.contains(o)));
+    }
 
     println!(
         "redis-server {} on 127.0.0.1:{}; {n} URLs, {runs} runs each, medians",
@@ -234,7 +269,11 @@ fn main() {
         "{:<22} {:>7} {:>6} {:>12} {:>10} {:>10}",
         "method", "clients", "batch", "URLs/s", "B/URL", "admitted"
     );
-    for clients in [1, 4] {
+    let clients_list: Vec<usize> = std::env::var("URL_DEDUP_BENCH_CLIENTS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|c| c.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 4]);
+    for &clients in &clients_list {
         for batch in [100, 1_000] {
             for (name, factory) in &methods {
                 let mut results: Vec<Run> = (0..runs)
@@ -259,6 +298,14 @@ fn main() {
         .arg("memory")
         .query(&mut admin)
         .expect("INFO");
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut admin)
+        .expect("INFO");
+    println!("\nRedis time per command over the whole bench (INFO commandstats):");
+    for line in stats.lines().filter(|l| l.starts_with("cmdstat_")) {
+        println!("  {line}");
+    }
     println!("\nINFO memory after the last run:");
     for line in info
         .lines()
@@ -281,7 +328,37 @@ fn server_version(url: &str) -> String {
         .to_owned()
 }
 
-/// Our store's methods (filled in once the segment store exists).
-fn ours(_key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
-    Vec::new()
+struct Ours {
+    filter: SegmentedBloomFilter<SipHash13, RedisSegmentStore>,
+}
+
+impl Method for Ours {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let answers = self.filter.try_check_and_insert_batch(batch).map_err(|e| {
+            redis::RedisError::from((redis::ErrorKind::Client, "store", e.to_string()))
+        })?;
+        new.extend(answers);
+        Ok(())
+    }
+}
+
+/// Our store, in its two write modes.
+fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
+    let factory = move |mode: WriteMode| {
+        move |url: &str, n: u64| -> Box<dyn Method> {
+            let layout = RedisSegmentStore::layout_for(n, FPR).expect("layout");
+            let options = StoreOptions {
+                mode,
+                ..StoreOptions::new("seen")
+            };
+            let filter =
+                RedisSegmentStore::create_filter(url, options, layout, SipHash13::new(key), n)
+                    .expect("open the shared filter");
+            Box::new(Ours { filter })
+        }
+    };
+    vec![
+        ("ours: bitfield/key", Box::new(factory(WriteMode::Bitfield))),
+        ("ours: optimistic", Box::new(factory(WriteMode::Optimistic))),
+    ]
 }

@@ -66,6 +66,32 @@ pub enum Error {
     /// The worker has no live membership lease, so it may not claim work.
     #[error("worker {0:?} is not a live member (join or heartbeat first)")]
     NotMember(String),
+    /// A shared filter exists under this prefix with other parameters than the caller's: using
+    /// it would compute other bits and silently corrupt both.
+    #[error("filter parameters differ: {field} is {stored} in redis, {expected} here")]
+    Mismatch {
+        /// The first parameter that differs.
+        field: &'static str,
+        /// Its value in Redis.
+        stored: String,
+        /// The caller's value.
+        expected: String,
+    },
+    /// No filter metadata exists at this key.
+    #[error("no filter at {key}")]
+    NoFilter {
+        /// The metadata key that was looked up.
+        key: String,
+    },
+    /// The optimistic (WATCH/MULTI/EXEC) write lost the race this many times in a row.
+    #[error("optimistic write gave up after {attempts} conflicting attempts")]
+    Contended {
+        /// Rounds tried.
+        attempts: u32,
+    },
+    /// The segmented filter rejected parameters or a snapshot.
+    #[error(transparent)]
+    Segmented(#[from] url_dedup_segmented::Error),
     /// A write guarded by a leader epoch came from a leader that has been replaced.
     #[error("fenced: epoch {presented} is stale, current leader epoch is {current}")]
     Fenced {

@@ -82,11 +82,14 @@ mod leader;
 mod link;
 mod membership;
 mod namespace;
+mod resp;
+mod segment_store;
 mod shared_config;
 mod signal;
 mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod wire;
 
 pub use error::{Error, Result};
 pub use frontier::{Claim, Frontier, FrontierSettings};
@@ -95,5 +98,6 @@ pub use leader::{Epoch, LeaderLease};
 pub use link::{Backoff, Link};
 pub use membership::Membership;
 pub use namespace::{Namespace, WorkerId};
+pub use segment_store::{RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
 pub use shared_config::{ConfigSnapshot, SharedConfig};
 pub use task::{ClaimedTask, MAX_HOST_LEN, NewTask};

@@ -16,7 +16,7 @@
 //! ```
 //! use url_dedup_redis::testing::RedisServer;
 //!
-//! let Some(mut server) = RedisServer::start_or_skip("doc example") else { return };
+//! let Some(mut server) = RedisServer::start_or_skip("doc example") else { return Ok(()) };
 //! assert!(server.url().starts_with("redis://127.0.0.1:"));
 //! let port = server.port();
 //! server.restart()?;
@@ -41,7 +41,7 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 /// ```
 /// use url_dedup_redis::testing::RedisServer;
 ///
-/// if let Some(server) = RedisServer::start_or_skip("RedisServer example") {
+/// if let Some(mut server) = RedisServer::start_or_skip("RedisServer example") {
 ///     assert!(server.is_running());
 /// }
 /// ```
@@ -147,7 +147,7 @@ impl RedisServer {
     /// ```
     /// use url_dedup_redis::testing::RedisServer;
     ///
-    /// let Some(server) = RedisServer::start_durable_or_skip("my_test") else { return };
+    /// let Some(mut server) = RedisServer::start_durable_or_skip("my_test") else { return };
     /// assert!(server.is_running());
     /// ```
     pub fn start_durable_or_skip(test: &str) -> Option<Self> {
@@ -333,7 +333,7 @@ impl RedisServer {
     /// ```
     /// use url_dedup_redis::testing::RedisServer;
     ///
-    /// let Some(mut server) = RedisServer::start_or_skip("restart example") else { return };
+    /// let Some(mut server) = RedisServer::start_or_skip("restart example") else { return Ok(()) };
     /// server.restart()?;
     /// assert!(server.is_running());
     /// # Ok::<(), std::io::Error>(())

@@ -1,0 +1,1243 @@
+//! The segmented filter's segments in Redis: one string per segment, one atomic `BITFIELD` per
+//! segment and batch.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use redis::{Client, Connection, RedisError};
+use url_dedup_bloom::hash::{HashAlgorithm, HashKey, ItemHasher};
+use url_dedup_segmented::{
+    Layout, MAX_SEGMENT_BITS, MemoryStore, Probe, SegmentStore, SegmentedBloomFilter, bit_order,
+};
+
+use crate::error::{Error, Result};
+use crate::link::{Backoff, is_transient};
+use crate::resp::Packed;
+use crate::wire::{Reply, Wire};
+
+/// Format version of the metadata hash; bumped if key names or bit meanings ever change.
+const META_VERSION: u64 = 1;
+/// Most `SET u1` operations in one `BITFIELD`: about 150 us of Redis time, so other clients
+/// are never stalled behind a huge batch, and Redis starts on a batch's first commands while
+/// the client still packs the rest.
+const MAX_OPS_PER_COMMAND: usize = 1_024;
+/// Packed bytes the client accumulates before handing them to the socket.
+const SEND_CHUNK: usize = 32 << 10;
+/// Bytes per `GETRANGE`/`SETRANGE` when moving whole segments, so no single reply is huge.
+const TRANSFER_CHUNK: u64 = 1 << 20;
+/// Largest segment the store reads back ([`MAX_SEGMENT_BITS`] / 8: a Redis string's limit).
+const MAX_SEGMENT_BYTES: u64 = MAX_SEGMENT_BITS / 8;
+
+/// How a batch sets its bits.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::WriteMode;
+///
+/// assert_eq!(WriteMode::default(), WriteMode::Bitfield);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WriteMode {
+    /// One `BITFIELD key SET u1 o 1 ...` per segment of the batch, all pipelined in one round
+    /// trip. Each command tests and sets atomically, so concurrent clients need no lock.
+    #[default]
+    Bitfield,
+    /// Document 003's optimistic locking: `WATCH` the batch's segment keys, read the bits,
+    /// then `MULTI`/`BITFIELD SET`/`EXEC`, and start over if another client changed a watched
+    /// segment meanwhile. Two round trips per batch, more under contention; kept to compare.
+    Optimistic,
+}
+
+/// What a batch whose reply was lost reports for its items.
+///
+/// When the connection breaks after a batch was sent, Redis may or may not have set its bits.
+/// The retry then sees "all bits set" both for items that were there before and for items our
+/// own lost attempt set, and cannot tell them apart.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::Uncertain;
+///
+/// assert_eq!(Uncertain::default(), Uncertain::AssumeNew);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Uncertain {
+    /// Report every item of the retried batch as new: at-least-once. No URL is ever lost; a
+    /// failure may get up to one batch crawled twice.
+    #[default]
+    AssumeNew,
+    /// Report what the retry saw: at-most-once. Items the lost attempt inserted are reported
+    /// as duplicates and never crawled.
+    TrustRedis,
+}
+
+/// Where and how a [`RedisSegmentStore`] keeps its segments.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::StoreOptions;
+///
+/// let opts = StoreOptions::new("crawl:seen");
+/// assert_eq!(opts.data_key(7), "crawl:seen:7");
+/// let tagged = StoreOptions { cluster_tags: true, ..StoreOptions::new("crawl:seen") };
+/// assert_eq!(tagged.data_key(7), "crawl:seen:{7}");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Key prefix: data key `n` is `<prefix>:<n>`, the metadata `<prefix>:meta`.
+    pub prefix: String,
+    /// Put each data key's number in a hash tag (`<prefix>:{n}`), so Redis Cluster spreads
+    /// the keys over its slots while each key's helper key shares its slot.
+    pub cluster_tags: bool,
+    /// Segments stored side by side in one Redis string; `None` packs as many as fit in just
+    /// under 1 MiB (see [`RedisSegmentStore`] for why). Recorded in the metadata.
+    pub segments_per_key: Option<u64>,
+    /// How batches set bits.
+    pub mode: WriteMode,
+    /// What a batch retried after a lost reply reports.
+    pub uncertain: Uncertain,
+    /// Reconnection and retry policy.
+    pub backoff: Backoff,
+    /// Connections kept for threads sharing the store (at least 1).
+    pub connections: usize,
+}
+
+impl StoreOptions {
+    /// Defaults for `prefix`: plain keys, [`WriteMode::Bitfield`], [`Uncertain::AssumeNew`],
+    /// the default [`Backoff`], one connection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::{StoreOptions, WriteMode};
+    ///
+    /// assert_eq!(StoreOptions::new("seen").mode, WriteMode::Bitfield);
+    /// ```
+    pub fn new(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            cluster_tags: false,
+            segments_per_key: None,
+            mode: WriteMode::default(),
+            uncertain: Uncertain::default(),
+            backoff: Backoff::default(),
+            connections: 1,
+        }
+    }
+
+    /// The name of data key number `index` (holding segments
+    /// `index * segments_per_key ..`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::StoreOptions;
+    ///
+    /// assert_eq!(StoreOptions::new("p").data_key(0), "p:0");
+    /// ```
+    pub fn data_key(&self, index: u64) -> String {
+        if self.cluster_tags {
+            format!("{}:{{{index}}}", self.prefix)
+        } else {
+            format!("{}:{index}", self.prefix)
+        }
+    }
+
+    /// The key of the metadata hash.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::StoreOptions;
+    ///
+    /// assert_eq!(StoreOptions::new("p").meta_key(), "p:meta");
+    /// ```
+    pub fn meta_key(&self) -> String {
+        format!("{}:meta", self.prefix)
+    }
+}
+
+/// What the metadata hash records: everything another process needs to compute the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Meta {
+    layout: Layout,
+    segments_per_key: u64,
+    algorithm: HashAlgorithm,
+    key: HashKey,
+    expected_items: u64,
+}
+
+impl Meta {
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("version", META_VERSION.to_string()),
+            ("segments", self.layout.segments().to_string()),
+            ("segment_bits", self.layout.segment_bits().to_string()),
+            ("hashes", self.layout.hashes().to_string()),
+            ("segments_per_key", self.segments_per_key.to_string()),
+            ("algorithm", self.algorithm.0.to_string()),
+            ("key", hex(&self.key.to_bytes())),
+            ("expected_items", self.expected_items.to_string()),
+        ]
+    }
+
+    fn parse(key: &str, fields: &[(String, String)]) -> Result<Self> {
+        let get = |name: &str| -> Result<&str> {
+            fields
+                .iter()
+                .find(|(f, _)| f == name)
+                .map(|(_, v)| v.as_str())
+                .ok_or_else(|| corrupt(key, format!("metadata has no {name}")))
+        };
+        let num = |name: &str| -> Result<u64> {
+            get(name)?
+                .parse()
+                .map_err(|_| corrupt(key, format!("metadata {name} is not a number")))
+        };
+        if num("version")? != META_VERSION {
+            return Err(Error::Mismatch {
+                field: "version",
+                stored: get("version")?.to_owned(),
+                expected: META_VERSION.to_string(),
+            });
+        }
+        let layout = Layout::new(
+            num("segments")?,
+            num("segment_bits")?,
+            u32::try_from(num("hashes")?).map_err(|_| corrupt(key, "hashes out of range"))?,
+        )
+        .map_err(|e| corrupt(key, e.to_string()))?;
+        let algorithm = HashAlgorithm(
+            u16::try_from(num("algorithm")?).map_err(|_| corrupt(key, "algorithm out of range"))?,
+        );
+        let key_bytes =
+            unhex(get("key")?).ok_or_else(|| corrupt(key, "hash key is not 32 hex digits"))?;
+        let segments_per_key = num("segments_per_key")?;
+        if segments_per_key == 0 {
+            return Err(corrupt(key, "segments_per_key is 0"));
+        }
+        Ok(Self {
+            layout,
+            segments_per_key,
+            algorithm,
+            key: HashKey::from_bytes(key_bytes),
+            expected_items: num("expected_items")?,
+        })
+    }
+
+    /// The first field where `self` (ours) and `stored` disagree.
+    fn check_against(&self, stored: &Self) -> Result<()> {
+        let pairs: [(&'static str, String, String); 6] = [
+            (
+                "segments",
+                stored.layout.segments().to_string(),
+                self.layout.segments().to_string(),
+            ),
+            (
+                "segment_bits",
+                stored.layout.segment_bits().to_string(),
+                self.layout.segment_bits().to_string(),
+            ),
+            (
+                "hashes",
+                stored.layout.hashes().to_string(),
+                self.layout.hashes().to_string(),
+            ),
+            (
+                "segments_per_key",
+                stored.segments_per_key.to_string(),
+                self.segments_per_key.to_string(),
+            ),
+            (
+                "algorithm",
+                stored.algorithm.0.to_string(),
+                self.algorithm.0.to_string(),
+            ),
+            ("key", "<stored key>".into(), "<a different key>".into()),
+        ];
+        for (field, stored_value, ours) in pairs {
+            let differs = if field == "key" {
+                stored.key != self.key
+            } else {
+                stored_value != ours
+            };
+            if differs {
+                return Err(Error::Mismatch {
+                    field,
+                    stored: stored_value,
+                    expected: ours,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The [`SegmentStore`] of a segmented filter shared through Redis by many processes.
+///
+/// * **One Redis string per segment** (`<prefix>:<n>`, or `<prefix>:{n}` with
+///   [`cluster_tags`](StoreOptions::cluster_tags)), created at full size when the filter is
+///   created, so memory is exactly the filter's bits plus a small per-key overhead.
+/// * **Exactly-once across processes without locks.** An item's bits all live in one segment,
+///   and one `BITFIELD key SET u1 o1 1 ... SET u1 ok 1` returns their old values while setting
+///   them, atomically. Of all clients inserting a new URL at once, exactly one sees a zero.
+/// * **Batches**: the items of a batch are grouped by segment, one `BITFIELD` per segment
+///   (items in batch order inside it), all packed into one pipeline: one round trip carries
+///   the whole batch.
+/// * **Metadata** (`<prefix>:meta`): layout, hash algorithm and key. Opening with other
+///   parameters is [`Error::Mismatch`], never silent corruption; [`join`](Self::join) reads
+///   them, so a second machine needs only the URL and prefix.
+/// * **Snapshots**: [`to_memory`](Self::to_memory) and [`merge_from_memory`](Self::merge_from_memory)
+///   move segments to and from the in-memory filter with `GETRANGE`/`SETRANGE`, whose
+///   snapshot format then writes or reads files.
+/// * **Failures**: calls reconnect and retry under the [`Backoff`] policy, re-checking the
+///   metadata after each reconnect (a Redis that restarted empty gets it back); a batch whose
+///   reply was lost is handled per [`Uncertain`].
+///
+/// The trait is synchronous; call it from `tokio::task::spawn_blocking` in async code.
+///
+/// # Examples
+///
+/// ```
+/// # use url_dedup_redis::testing::RedisServer;
+/// # let Some(server) = RedisServer::start_or_skip("RedisSegmentStore example") else { return Ok(()) };
+/// use url_dedup_bloom::{HashKey, SipHash13};
+/// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+///
+/// let layout = RedisSegmentStore::layout_for(1_000_000, 0.01)?;
+/// let hasher = SipHash13::new(HashKey::from_bytes(*b"shared crawl key"));
+/// let seen = RedisSegmentStore::create_filter(&server.url(), StoreOptions::new("seen"), layout, hasher, 1_000_000)?;
+/// assert_eq!(seen.try_check_and_insert_batch(&["https://a.example/", "https://b.example/", "https://a.example/"])?, [true, true, false]);
+///
+/// // Another process joins with only the URL and the prefix.
+/// let other = RedisSegmentStore::join::<SipHash13>(&server.url(), StoreOptions::new("seen"))?;
+/// assert!(!other.try_check_and_insert("https://b.example/")?);
+/// # Ok::<(), url_dedup_redis::Error>(())
+/// ```
+pub struct RedisSegmentStore {
+    client: Client,
+    options: StoreOptions,
+    meta: Meta,
+    meta_key: String,
+    pool: Vec<Mutex<Option<Live>>>,
+    next: AtomicUsize,
+}
+
+impl std::fmt::Debug for RedisSegmentStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSegmentStore")
+            .field("options", &self.options)
+            .field("layout", &self.meta.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisSegmentStore {
+    /// A layout suited to Redis for `items` at false-positive rate `fpr`.
+    ///
+    /// * **Few hashes.** Every bit is one `SET u1 <offset> 1` that Redis parses and answers,
+    ///   so the store's cost is proportional to `k`. The layout takes the smallest `k` whose
+    ///   size is within 12% of the optimum: at 1% that is `k = 4` at about 10.6 bits (1.33
+    ///   bytes) per URL instead of `k = 7` at 9.6 bits, 43% less Redis work for 10% more memory.
+    /// * **Big segments**: up to 2^16 bits (8 KiB), at least 16 of them so rounding up to whole
+    ///   segments wastes little; `BITFIELD` is O(1) in the offset, and the filter is as good as
+    ///   a classic one of the same size. 127 segments share one Redis string.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Segmented`] for zero items or a rate outside `(0, 1)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::RedisSegmentStore;
+    ///
+    /// let layout = RedisSegmentStore::layout_for(10_000_000, 0.01)?;
+    /// assert_eq!((layout.segment_bits(), layout.hashes()), (1 << 16, 4));
+    /// assert!(layout.false_positive_rate(10_000_000) <= 0.01);
+    /// let bytes_per_url = layout.bits() as f64 / 8.0 / 1e7;
+    /// assert!(bytes_per_url < 1.35, "{bytes_per_url}");
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn layout_for(items: u64, fpr: f64) -> Result<Layout> {
+        let optimum = url_dedup_bloom::sizing::Sizing::classic(items, fpr)
+            .map_err(|e| Error::Segmented(e.into()))?;
+        let target = (optimum.bits / 16).max(64);
+        let segment_bits = (1u64 << (63 - target.leading_zeros())).clamp(64, 1 << 16);
+        let budget = optimum.bits as f64 * 1.12;
+        for hashes in 1..optimum.hashes {
+            // Classic bits per item for this k, then grown until the segmented rate holds.
+            let k = f64::from(hashes);
+            let mut bits_per_item = -k / (1.0 - fpr.powf(1.0 / k)).ln();
+            for _ in 0..20 {
+                let bits = bits_per_item * items as f64;
+                if !bits.is_finite() || bits > budget {
+                    break;
+                }
+                let segments = (bits / segment_bits as f64).ceil().max(1.0) as u64;
+                // Rounding up to whole segments (at most 1/16 more) is not held against k.
+                let layout = Layout::new(segments, segment_bits, hashes)?;
+                if layout.false_positive_rate(items) <= fpr {
+                    return Ok(layout);
+                }
+                bits_per_item *= 1.005;
+            }
+        }
+        Ok(Layout::for_items(items, fpr, segment_bits)?)
+    }
+
+    /// Creates the filter's metadata and segments, or opens them if they exist with the same
+    /// parameters.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Mismatch`] when the prefix holds a filter with other parameters or another
+    /// key; [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("create example") else { return Ok(()) };
+    /// use url_dedup_bloom::{HashKey, ItemHasher, SipHash13};
+    /// use url_dedup_redis::{Error, RedisSegmentStore, StoreOptions};
+    ///
+    /// let layout = RedisSegmentStore::layout_for(10_000, 0.01)?;
+    /// let key = HashKey::from_bytes([1; 16]);
+    /// RedisSegmentStore::create::<SipHash13>(&server.url(), StoreOptions::new("f"), layout, key, 10_000)?;
+    /// let other_key = HashKey::from_bytes([2; 16]);
+    /// let err = RedisSegmentStore::create::<SipHash13>(&server.url(), StoreOptions::new("f"), layout, other_key, 10_000).unwrap_err();
+    /// assert!(matches!(err, Error::Mismatch { field: "key", .. }));
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn create<H: ItemHasher>(
+        url: &str,
+        options: StoreOptions,
+        layout: Layout,
+        key: HashKey,
+        expected_items: u64,
+    ) -> Result<Self> {
+        let segments_per_key = options
+            .segments_per_key
+            .unwrap_or_else(|| default_segments_per_key(layout))
+            .clamp(1, layout.segments());
+        let meta = Meta {
+            layout,
+            segments_per_key,
+            algorithm: H::ALGORITHM,
+            key,
+            expected_items,
+        };
+        let store = Self::unopened(url, options, meta)?;
+        store.with_connection("create filter", |_| Ok(()))?;
+        Ok(store)
+    }
+
+    /// [`create`](Self::create), wrapped in a filter that hashes with `hasher`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`create`](Self::create).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("create_filter example") else { return Ok(()) };
+    /// use url_dedup_bloom::{ItemHasher, SipHash13};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    ///
+    /// let layout = RedisSegmentStore::layout_for(10_000, 0.01)?;
+    /// let f = RedisSegmentStore::create_filter(&server.url(), StoreOptions::new("f"), layout, SipHash13::random(), 10_000)?;
+    /// assert!(f.try_check_and_insert("https://example.com/")?);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn create_filter<H: ItemHasher>(
+        url: &str,
+        options: StoreOptions,
+        layout: Layout,
+        hasher: H,
+        expected_items: u64,
+    ) -> Result<SegmentedBloomFilter<H, Self>> {
+        let store = Self::create::<H>(url, options, layout, hasher.key(), expected_items)?;
+        Ok(SegmentedBloomFilter::with_store(
+            store,
+            hasher,
+            expected_items,
+        ))
+    }
+
+    /// Opens an existing filter from its metadata alone: layout, algorithm and key.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoFilter`] when the prefix holds no filter; [`Error::Mismatch`] when it was
+    /// made with another hash algorithm than `H`; [`Error::Corrupt`] for unreadable metadata.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("join example") else { return };
+    /// use url_dedup_bloom::SipHash13;
+    /// use url_dedup_redis::{Error, RedisSegmentStore, StoreOptions};
+    ///
+    /// let err = RedisSegmentStore::join::<SipHash13>(&server.url(), StoreOptions::new("none")).unwrap_err();
+    /// assert!(matches!(err, Error::NoFilter { .. }));
+    /// ```
+    pub fn join<H: ItemHasher>(
+        url: &str,
+        options: StoreOptions,
+    ) -> Result<SegmentedBloomFilter<H, Self>> {
+        let client = open_client(url)?;
+        let meta_key = options.meta_key();
+        let fields: Vec<(String, String)> =
+            retry_sync(&options.backoff, "read filter metadata", || {
+                let mut conn = connect(&client, &options.backoff)?;
+                redis::cmd("HGETALL").arg(&meta_key).query(&mut conn)
+            })?;
+        if fields.is_empty() {
+            return Err(Error::NoFilter { key: meta_key });
+        }
+        let meta = Meta::parse(&meta_key, &fields)?;
+        if let Some(wanted) = options.segments_per_key
+            && wanted != meta.segments_per_key
+        {
+            return Err(Error::Mismatch {
+                field: "segments_per_key",
+                stored: meta.segments_per_key.to_string(),
+                expected: wanted.to_string(),
+            });
+        }
+        if meta.algorithm != H::ALGORITHM {
+            return Err(Error::Mismatch {
+                field: "algorithm",
+                stored: meta.algorithm.0.to_string(),
+                expected: H::ALGORITHM.0.to_string(),
+            });
+        }
+        let expected = meta.expected_items;
+        let hasher = H::from_key(meta.key);
+        let store = Self::unopened(url, options, meta)?;
+        store.with_connection("open filter", |_| Ok(()))?;
+        Ok(SegmentedBloomFilter::with_store(store, hasher, expected))
+    }
+
+    fn unopened(url: &str, options: StoreOptions, meta: Meta) -> Result<Self> {
+        let client = open_client(url)?;
+        let pool = (0..options.connections.max(1))
+            .map(|_| Mutex::new(None))
+            .collect();
+        Ok(Self {
+            client,
+            meta_key: options.meta_key(),
+            options,
+            meta,
+            pool,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// The options the store was opened with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("options example") else { return Ok(()) };
+    /// use url_dedup_bloom::{ItemHasher, SipHash13};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    /// let layout = RedisSegmentStore::layout_for(1_000, 0.01)?;
+    /// let f = RedisSegmentStore::create_filter(&server.url(), StoreOptions::new("o"), layout, SipHash13::random(), 1_000)?;
+    /// assert_eq!(f.store().options().prefix, "o");
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn options(&self) -> &StoreOptions {
+        &self.options
+    }
+
+    /// Copies every segment into a new in-memory store (`GETRANGE` in 1 MiB pieces). Wrap it
+    /// with [`SegmentedBloomFilter::with_store`] and the hasher to write a snapshot file.
+    ///
+    /// Segments are read one after another, not at one instant: bits set during the copy may
+    /// or may not be in it, as with any online backup of a filter that only gains bits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Segmented`] if the memory cannot be allocated; [`Error::Unavailable`] when Redis
+    /// stays unreachable; [`Error::Corrupt`] if a segment key holds more than a segment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("to_memory example") else { return Ok(()) };
+    /// use url_dedup_bloom::{ItemHasher, SipHash13};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    /// use url_dedup_segmented::SegmentedBloomFilter;
+    ///
+    /// let layout = RedisSegmentStore::layout_for(1_000, 0.01)?;
+    /// let hasher = SipHash13::random();
+    /// let shared = RedisSegmentStore::create_filter(&server.url(), StoreOptions::new("b"), layout, hasher.clone(), 1_000)?;
+    /// shared.try_check_and_insert("https://example.com/")?;
+    ///
+    /// let copy = SegmentedBloomFilter::with_store(shared.store().to_memory()?, hasher, 1_000);
+    /// assert!(copy.contains("https://example.com/"));
+    /// let mut file = Vec::new();
+    /// copy.write_to(&mut file)?; // the workspace's checksummed snapshot format
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_memory(&self) -> Result<MemoryStore> {
+        let memory = MemoryStore::new(self.meta.layout)?;
+        let mut words = Vec::new();
+        for segment in 0..self.meta.layout.segments() {
+            words.clear();
+            self.read_segment(segment, &mut words)?;
+            memory.merge_segment(segment, &words)?;
+        }
+        Ok(memory)
+    }
+
+    /// ORs every non-empty segment of `memory` into Redis (a union: nothing already admitted
+    /// is forgotten). Returns how many segments were written. Use it to seed a shared filter
+    /// from a snapshot file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Mismatch`] when `memory` has another layout; [`Error::Unavailable`] when Redis
+    /// stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("merge_from_memory example") else { return Ok(()) };
+    /// use url_dedup_bloom::{ItemHasher, SipHash13};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    /// use url_dedup_segmented::{MemoryStore, SegmentedBloomFilter};
+    ///
+    /// let layout = RedisSegmentStore::layout_for(1_000, 0.01)?;
+    /// let hasher = SipHash13::random();
+    /// let local = SegmentedBloomFilter::with_store(MemoryStore::new(layout)?, hasher.clone(), 1_000);
+    /// local.check_and_insert("https://seed.example/");
+    ///
+    /// let shared = RedisSegmentStore::create_filter(&server.url(), StoreOptions::new("s"), layout, hasher, 1_000)?;
+    /// assert_eq!(shared.store().merge_from_memory(local.store())?, 1);
+    /// assert!(!shared.try_check_and_insert("https://seed.example/")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn merge_from_memory(&self, memory: &MemoryStore) -> Result<u64> {
+        if memory.layout() != self.meta.layout {
+            return Err(Error::Mismatch {
+                field: "layout",
+                stored: format!("{:?}", self.meta.layout),
+                expected: format!("{:?}", memory.layout()),
+            });
+        }
+        let mut words = Vec::new();
+        let mut written = 0;
+        for segment in 0..self.meta.layout.segments() {
+            words.clear();
+            memory.read_segment(segment, &mut words)?;
+            if words.iter().any(|&w| w != 0) {
+                self.merge_segment(segment, &words)?;
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Runs `f` on a pooled connection, connecting (and checking the metadata) first when
+    /// needed, retrying transient failures under the backoff policy. A failed `f` may have
+    /// run on the server before its reply was lost; callers that count calls know.
+    fn with_connection<T>(
+        &self,
+        operation: &'static str,
+        mut f: impl FnMut(&mut Live) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        let slot = self.pick();
+        let mut guard = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let start = Instant::now();
+        let mut delay = self.options.backoff.initial;
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let result = match guard.as_mut() {
+                Some(conn) => f(conn).map_err(Failure::Redis),
+                None => match self.fresh_connection() {
+                    Ok(mut conn) => {
+                        let r = f(&mut conn).map_err(Failure::Redis);
+                        *guard = Some(conn);
+                        r
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            let source = match result {
+                Ok(value) => return Ok(value),
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Redis(e)) if !is_transient(&e) => {
+                    return Err(Error::Redis {
+                        operation,
+                        source: e,
+                    });
+                }
+                Err(Failure::Redis(e)) => e,
+            };
+            *guard = None;
+            let elapsed = start.elapsed();
+            if elapsed + delay > self.options.backoff.give_up_after {
+                return Err(Error::Unavailable {
+                    operation,
+                    attempts,
+                    elapsed,
+                    source,
+                });
+            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(self.options.backoff.max);
+        }
+    }
+
+    fn pick(&self) -> &Mutex<Option<Live>> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.pool.len();
+        for i in 0..n {
+            let slot = &self.pool[(start + i) % n];
+            if let Ok(guard) = slot.try_lock() {
+                drop(guard);
+                return slot;
+            }
+        }
+        &self.pool[start % n]
+    }
+
+    /// New connections with the metadata created or verified, and the data keys created.
+    fn fresh_connection(&self) -> std::result::Result<Live, Failure> {
+        let mut admin = connect(&self.client, &self.options.backoff).map_err(Failure::Redis)?;
+        let stored: Vec<(String, String)> = redis::cmd("HGETALL")
+            .arg(&self.meta_key)
+            .query(&mut admin)
+            .map_err(Failure::Redis)?;
+        if stored.is_empty() {
+            self.initialize(&mut admin).map_err(Failure::Redis)?;
+        } else {
+            let stored = Meta::parse(&self.meta_key, &stored).map_err(Failure::Fatal)?;
+            self.meta.check_against(&stored).map_err(Failure::Fatal)?;
+        }
+        let backoff = &self.options.backoff;
+        let wire = Wire::connect(
+            self.client.get_connection_info(),
+            backoff.initial.max(Duration::from_millis(500)),
+            backoff.response_timeout,
+        )
+        .map_err(|e| Failure::Redis(e.into()))?;
+        Ok(Live { admin, wire })
+    }
+
+    /// Writes the metadata (if still absent: another process may be racing us) and creates
+    /// every data key at its full size, so Redis allocates each string once and exactly.
+    fn initialize(&self, conn: &mut Connection) -> redis::RedisResult<()> {
+        let mut pipe = redis::pipe();
+        for (field, value) in self.meta.fields() {
+            pipe.cmd("HSETNX")
+                .arg(&self.meta_key)
+                .arg(field)
+                .arg(value)
+                .ignore();
+        }
+        pipe.query::<()>(conn)?;
+        let stored: Vec<(String, String)> =
+            redis::cmd("HGETALL").arg(&self.meta_key).query(conn)?;
+        if let Ok(stored) = Meta::parse(&self.meta_key, &stored)
+            && self.meta.check_against(&stored).is_err()
+        {
+            // Someone created a different filter at the same moment; the caller's next
+            // connection attempt reports the mismatch.
+            return Ok(());
+        }
+        // SETRANGE on a missing key allocates exactly `offset + 1` bytes (SETBIT and BITFIELD
+        // grow strings in doubling steps); on an existing key it would overwrite a byte, hence
+        // the EXISTS check inside one atomic script.
+        let create = redis::Script::new(
+            "if redis.call('EXISTS', KEYS[1]) == 0 then \
+             redis.call('SETRANGE', KEYS[1], ARGV[1], '\\0') end return 0",
+        );
+        for index in 0..self.data_keys() {
+            let bytes = self.key_segments(index) * self.meta.layout.segment_bytes();
+            create
+                .key(self.options.data_key(index))
+                .arg(bytes - 1)
+                .invoke::<i64>(conn)?;
+        }
+        Ok(())
+    }
+
+    /// Number of Redis strings holding segments.
+    fn data_keys(&self) -> u64 {
+        self.meta
+            .layout
+            .segments()
+            .div_ceil(self.meta.segments_per_key)
+    }
+
+    /// Segments held by data key `index` (the last one may hold fewer).
+    fn key_segments(&self, index: u64) -> u64 {
+        let per_key = self.meta.segments_per_key;
+        (self.meta.layout.segments() - index * per_key).min(per_key)
+    }
+
+    /// The data key of `segment` and the bit offset where the segment starts in it.
+    fn locate(&self, segment: u64) -> (u64, u64) {
+        let per_key = self.meta.segments_per_key;
+        (
+            segment / per_key,
+            segment % per_key * self.meta.layout.segment_bits(),
+        )
+    }
+
+    fn check_probes(&self, probes: &[Probe]) -> Result<()> {
+        let segments = self.meta.layout.segments();
+        if probes.iter().any(|p| p.segment >= segments) {
+            return Err(Error::Segmented(
+                url_dedup_segmented::Error::InvalidParameters("probe segment out of range"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The batch's probe indexes grouped by data key, each group in batch order, split so no
+    /// command exceeds [`MAX_OPS_PER_COMMAND`].
+    fn groups(&self, probes: &[Probe]) -> Vec<(u64, Vec<usize>)> {
+        let per_key = self.meta.segments_per_key;
+        let mut order: Vec<usize> = (0..probes.len()).collect();
+        // Stable sort: batch order is kept within a key, so a repeat sees its first occurrence.
+        order.sort_by_key(|&i| probes[i].segment / per_key);
+        let per_command = (MAX_OPS_PER_COMMAND / self.meta.layout.hashes() as usize).max(1);
+        let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
+        for i in order {
+            let key = probes[i].segment / per_key;
+            match groups.last_mut() {
+                Some((k, members)) if *k == key && members.len() < per_command => {
+                    members.push(i);
+                }
+                _ => groups.push((key, vec![i])),
+            }
+        }
+        groups
+    }
+
+    /// Appends `BITFIELD key SET u1 <o> 1 ...` (or `BITFIELD_RO key GET u1 <o> ...`) for the
+    /// members' bits, offsets computed by the segmented crate's [`Layout::offsets`].
+    fn pack_bitfield(
+        &self,
+        packed: &mut Packed,
+        set: bool,
+        key: u64,
+        members: &[usize],
+        probes: &[Probe],
+    ) {
+        let layout = self.meta.layout;
+        let k = layout.hashes() as usize;
+        let per_op = if set { 4 } else { 3 };
+        packed.command(2 + members.len() * k * per_op);
+        packed.bulk(if set { b"BITFIELD" } else { b"BITFIELD_RO" });
+        packed.bulk(self.options.data_key(key).as_bytes());
+        // The fixed parts of each operation, pre-encoded.
+        let (head, tail): (&[u8], &[u8]) = if set {
+            (b"$3\r\nSET\r\n$2\r\nu1\r\n", b"$1\r\n1\r\n")
+        } else {
+            (b"$3\r\nGET\r\n$2\r\nu1\r\n", b"")
+        };
+        for &i in members {
+            let (_, base) = self.locate(probes[i].segment);
+            for offset in layout.offsets(probes[i]) {
+                packed.buf.extend_from_slice(head);
+                packed.bulk_u64(base + offset);
+                packed.buf.extend_from_slice(tail);
+            }
+        }
+    }
+
+    fn bitfield_check_and_insert(&self, probes: &[Probe], new: &mut [bool]) -> Result<bool> {
+        let groups = self.groups(probes);
+        let k = self.meta.layout.hashes() as usize;
+        let mut packed = Packed::default();
+        let mut bits = Vec::with_capacity(probes.len() * k);
+        let mut attempts = 0;
+        self.with_connection("check and insert", |live| {
+            attempts += 1;
+            bits.clear();
+            // Pack and send in pieces: Redis works on the first commands while later ones are
+            // packed, instead of both sides taking turns.
+            let mut commands = 0;
+            for (key, members) in &groups {
+                self.pack_bitfield(&mut packed, true, *key, members, probes);
+                if packed.buf.len() >= SEND_CHUNK {
+                    live.wire.send(&packed.buf)?;
+                    commands += packed.commands;
+                    packed.clear();
+                }
+            }
+            live.wire.send(&packed.buf)?;
+            commands += packed.commands;
+            packed.clear();
+            match live.wire.receive_bits(commands, &mut bits)? {
+                Ok(()) => Ok(()),
+                Err(message) => Err(server_error(message)),
+            }
+        })?;
+        if bits.len() != probes.len() * k {
+            return Err(corrupt(
+                &self.options.prefix,
+                format!(
+                    "BITFIELD answered {} values, not {}",
+                    bits.len(),
+                    probes.len() * k
+                ),
+            ));
+        }
+        let mut olds = bits.chunks_exact(k);
+        for (_, members) in &groups {
+            for (&i, old) in members.iter().zip(olds.by_ref()) {
+                new[i] = old.contains(&0);
+            }
+        }
+        // A failed attempt may have run on the server before its reply was lost.
+        Ok(attempts > 1)
+    }
+
+    fn optimistic_check_and_insert(&self, probes: &[Probe], new: &mut [bool]) -> Result<bool> {
+        let groups = self.groups(probes);
+        let layout = self.meta.layout;
+        let k = layout.hashes() as usize;
+        let mut read = Packed::default();
+        read.command(1 + groups.len());
+        read.bulk(b"WATCH");
+        for (key, _) in &groups {
+            read.bulk(self.options.data_key(*key).as_bytes());
+        }
+        for (key, members) in &groups {
+            self.pack_bitfield(&mut read, false, *key, members, probes);
+        }
+        let mut write = Packed::default();
+        let mut uncertain = false;
+        for round in 0u32.. {
+            if round >= 1_000 {
+                return Err(Error::Contended { attempts: round });
+            }
+            // Tries of this round: more than one means a try failed on the wire, possibly
+            // after its EXEC ran. A conflict (EXEC answered nil) is a new round, not a failure.
+            let mut tries = 0u32;
+            let committed = self.with_connection("optimistic check and insert", |live| {
+                tries += 1;
+                // The WATCH reply is skipped; one reply per BITFIELD_RO follows.
+                let replies = checked(live.wire.pipeline(&read, 1)?)?;
+                write.clear();
+                write.command(1);
+                write.bulk(b"MULTI");
+                // Bits this batch sets, so a repeat later in the batch is not new again.
+                let mut set_here: std::collections::HashSet<(u64, u64)> = Default::default();
+                let mut any = false;
+                for ((key, members), reply) in groups.iter().zip(replies) {
+                    let bits =
+                        int_array(reply, k * members.len(), &self.options.prefix).map_err(|e| {
+                            RedisError::from((redis::ErrorKind::Parse, "bad reply", e.to_string()))
+                        })?;
+                    let mut fresh_members = Vec::new();
+                    for (&i, old) in members.iter().zip(bits.chunks(k)) {
+                        let (_, base) = self.locate(probes[i].segment);
+                        let offsets: Vec<u64> =
+                            layout.offsets(probes[i]).map(|o| base + o).collect();
+                        let fresh = offsets
+                            .iter()
+                            .zip(old)
+                            .any(|(&o, &b)| b == 0 && !set_here.contains(&(*key, o)));
+                        new[i] = fresh;
+                        if fresh {
+                            set_here.extend(offsets.iter().map(|&o| (*key, o)));
+                            fresh_members.push(i);
+                        }
+                    }
+                    if !fresh_members.is_empty() {
+                        any = true;
+                        self.pack_bitfield(&mut write, true, *key, &fresh_members, probes);
+                    }
+                }
+                if !any {
+                    write.clear();
+                    write.command(1);
+                    write.bulk(b"UNWATCH");
+                    checked(live.wire.pipeline(&write, 0)?)?;
+                    return Ok(true);
+                }
+                write.command(1);
+                write.bulk(b"EXEC");
+                // Skip MULTI's +OK and each +QUEUED; EXEC answers nil when a watched key moved.
+                let exec = checked(live.wire.pipeline(&write, write.commands - 1)?)?;
+                Ok(!matches!(exec.first(), Some(Reply::Nil) | None))
+            })?;
+            uncertain |= tries > 1;
+            if committed {
+                break;
+            }
+        }
+        Ok(uncertain)
+    }
+}
+
+/// The connections of one pool slot: `admin` (the `redis` crate) for metadata and segment
+/// transfers, `wire` for the batches.
+struct Live {
+    admin: Connection,
+    wire: Wire,
+}
+
+enum Failure {
+    Redis(RedisError),
+    Fatal(Error),
+}
+
+impl SegmentStore for RedisSegmentStore {
+    type Error = Error;
+
+    fn layout(&self) -> Layout {
+        self.meta.layout
+    }
+
+    fn check_and_insert(&self, probes: &[Probe], new: &mut Vec<bool>) -> Result<()> {
+        if probes.is_empty() {
+            return Ok(());
+        }
+        self.check_probes(probes)?;
+        let mut answers = vec![false; probes.len()];
+        let uncertain = match self.options.mode {
+            WriteMode::Bitfield => self.bitfield_check_and_insert(probes, &mut answers)?,
+            WriteMode::Optimistic => self.optimistic_check_and_insert(probes, &mut answers)?,
+        };
+        if uncertain && self.options.uncertain == Uncertain::AssumeNew {
+            answers.fill(true);
+        }
+        new.extend_from_slice(&answers);
+        Ok(())
+    }
+
+    fn contains(&self, probes: &[Probe], found: &mut Vec<bool>) -> Result<()> {
+        if probes.is_empty() {
+            return Ok(());
+        }
+        self.check_probes(probes)?;
+        let groups = self.groups(probes);
+        let k = self.meta.layout.hashes() as usize;
+        let mut packed = Packed::default();
+        for (key, members) in &groups {
+            self.pack_bitfield(&mut packed, false, *key, members, probes);
+        }
+        let replies =
+            self.with_connection("contains", |live| checked(live.wire.pipeline(&packed, 0)?))?;
+        let mut answers = vec![false; probes.len()];
+        for ((_, members), reply) in groups.iter().zip(replies) {
+            let bits = int_array(reply, k * members.len(), &self.options.prefix)?;
+            for (&i, bits) in members.iter().zip(bits.chunks(k)) {
+                answers[i] = bits.iter().all(|&b| b == 1);
+            }
+        }
+        found.extend_from_slice(&answers);
+        Ok(())
+    }
+
+    fn read_segment(&self, segment: u64, out: &mut Vec<u64>) -> Result<()> {
+        self.check_probes(&[Probe { segment, seed: 0 }])?;
+        let (index, base_bits) = self.locate(segment);
+        let key = self.options.data_key(index);
+        let bytes = self.meta.layout.segment_bytes().min(MAX_SEGMENT_BYTES);
+        let start = base_bits / 8;
+        let mut data = Vec::with_capacity(bytes as usize);
+        while (data.len() as u64) < bytes {
+            let from = start + data.len() as u64;
+            let to = (from + TRANSFER_CHUNK).min(start + bytes) - 1;
+            let piece: Vec<u8> = self.with_connection("read segment", |live| {
+                redis::cmd("GETRANGE")
+                    .arg(&key)
+                    .arg(from)
+                    .arg(to)
+                    .query(&mut live.admin)
+            })?;
+            if piece.is_empty() {
+                break; // a short or missing string: the rest reads as zeros, as in Redis
+            }
+            data.extend_from_slice(&piece);
+        }
+        if data.len() as u64 > bytes {
+            return Err(corrupt(&key, "GETRANGE returned more than asked"));
+        }
+        let mut words = vec![0u64; self.meta.layout.segment_words() as usize];
+        bit_order::bytes_to_words(&data, &mut words)?;
+        out.extend_from_slice(&words);
+        Ok(())
+    }
+
+    fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<()> {
+        self.check_probes(&[Probe { segment, seed: 0 }])?;
+        if words.len() as u64 > self.meta.layout.segment_words() {
+            return Err(Error::Segmented(
+                url_dedup_segmented::Error::InvalidParameters("more words than a segment holds"),
+            ));
+        }
+        let (index, base_bits) = self.locate(segment);
+        let key = self.options.data_key(index);
+        // The helper key shares the data key's hash tag, so the transaction stays in one slot.
+        let scratch = format!("{key}:merge");
+        let bytes = bit_order::words_to_bytes(words);
+        let start = (base_bits / 8) as usize;
+        self.with_connection("merge segment", |live| {
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            pipe.cmd("DEL").arg(&scratch).ignore();
+            for (n, piece) in bytes.chunks(TRANSFER_CHUNK as usize).enumerate() {
+                let at = start + n * TRANSFER_CHUNK as usize;
+                pipe.cmd("SETRANGE")
+                    .arg(&scratch)
+                    .arg(at)
+                    .arg(piece)
+                    .ignore();
+            }
+            // OR in place: bits already set stay set, so merging never loses an admission.
+            pipe.cmd("BITOP")
+                .arg("OR")
+                .arg(&key)
+                .arg(&key)
+                .arg(&scratch)
+                .ignore();
+            pipe.cmd("DEL").arg(&scratch).ignore();
+            pipe.query::<()>(&mut live.admin)
+        })
+    }
+}
+
+/// Segments per data key so one key is just under 1 MiB: jemalloc rounds a string of
+/// 2^k bytes plus Redis's header up to 1.25 * 2^k, so a power-of-two key would waste 25%,
+/// while 2^k - 1 segments of a smaller power of two fill the 1 MiB size class exactly.
+fn default_segments_per_key(layout: Layout) -> u64 {
+    let target = (1u64 << 20) - 64;
+    (target / layout.segment_bytes()).max(1)
+}
+
+fn open_client(url: &str) -> Result<Client> {
+    crate::link::client_for(url)
+}
+
+fn connect(client: &Client, backoff: &Backoff) -> redis::RedisResult<Connection> {
+    let conn =
+        client.get_connection_with_timeout(backoff.initial.max(Duration::from_millis(500)))?;
+    conn.set_read_timeout(Some(backoff.response_timeout))?;
+    conn.set_write_timeout(Some(backoff.response_timeout))?;
+    Ok(conn)
+}
+
+fn retry_sync<T>(
+    backoff: &Backoff,
+    operation: &'static str,
+    mut f: impl FnMut() -> redis::RedisResult<T>,
+) -> Result<T> {
+    let start = Instant::now();
+    let mut delay = backoff.initial;
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(source) if !is_transient(&source) => {
+                return Err(Error::Redis { operation, source });
+            }
+            Err(source) => {
+                let elapsed = start.elapsed();
+                if elapsed + delay > backoff.give_up_after {
+                    return Err(Error::Unavailable {
+                        operation,
+                        attempts,
+                        elapsed,
+                        source,
+                    });
+                }
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(backoff.max);
+            }
+        }
+    }
+}
+
+/// The replies, or the first error reply as a `RedisError`: transient ones (a restarted
+/// server still loading its data, a busy script) as I/O errors so the caller retries them.
+fn checked(replies: Vec<Reply>) -> redis::RedisResult<Vec<Reply>> {
+    for reply in &replies {
+        let error = match reply {
+            Reply::Error(e) => e,
+            Reply::Array(items) => match items.iter().find(|r| matches!(r, Reply::Error(_))) {
+                Some(Reply::Error(e)) => e,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        return Err(server_error(error.clone()));
+    }
+    Ok(replies)
+}
+
+/// An error reply as a `RedisError`: transient ones (a restarted server still loading its
+/// data, a busy script) as I/O errors, so the caller reconnects and retries.
+fn server_error(message: String) -> RedisError {
+    let transient = ["LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN"]
+        .iter()
+        .any(|code| message.starts_with(code));
+    if transient {
+        std::io::Error::new(std::io::ErrorKind::ConnectionAborted, message).into()
+    } else {
+        RedisError::from((redis::ErrorKind::Client, "redis answered an error", message))
+    }
+}
+
+fn int_array(reply: Reply, expected: usize, key: &str) -> Result<Vec<i64>> {
+    let Reply::Array(items) = reply else {
+        return Err(corrupt(key, format!("BITFIELD answered {reply:?}")));
+    };
+    if items.len() != expected {
+        return Err(corrupt(
+            key,
+            format!("BITFIELD answered {} values, not {expected}", items.len()),
+        ));
+    }
+    items
+        .into_iter()
+        .map(|v| match v {
+            Reply::Int(i) => Ok(i),
+            other => Err(corrupt(key, format!("BITFIELD value {other:?}"))),
+        })
+        .collect()
+}
+
+fn corrupt(key: &str, detail: impl Into<String>) -> Error {
+    Error::Corrupt {
+        key: key.to_owned(),
+        detail: detail.into(),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<[u8; 16]> {
+    if text.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}

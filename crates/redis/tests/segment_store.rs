@@ -1,0 +1,469 @@
+//! The Redis segment store against a real redis-server: exactly-once admission across
+//! processes and connections, parameter mismatches, Redis killed in the middle of batches,
+//! snapshots to and from memory, and agreement with the in-memory store.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use url_dedup_bloom::{HashKey, ItemHasher, SipHash13, Xxh3};
+use url_dedup_redis::testing::RedisServer;
+use url_dedup_redis::{Error, RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
+use url_dedup_segmented::{Layout, MemoryStore, SegmentedBloomFilter};
+
+const KEY: HashKey = HashKey::from_bytes(*b"segment-store-ky");
+
+fn urls(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("https://site{}.example/path/{i}", i % 97))
+        .collect()
+}
+
+/// A deterministic shuffle, so racing clients meet the URLs in different orders.
+fn shuffled(mut v: Vec<String>, seed: u64) -> Vec<String> {
+    let mut state = seed | 1;
+    for i in (1..v.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        v.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    v
+}
+
+const CHILD_ENV: &str = "URL_DEDUP_REDIS_RACE_CHILD";
+
+/// Runs only as a child of `processes_race_and_admit_each_url_once`: inserts every URL in its
+/// own order and writes the ones it was told were new to a file.
+#[test]
+fn race_child() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut parts = spec.split('|');
+    let (url, seed, out) = (
+        parts.next().unwrap(),
+        parts.next().unwrap().parse::<u64>().unwrap(),
+        parts.next().unwrap(),
+    );
+    let filter = RedisSegmentStore::join::<SipHash13>(url, StoreOptions::new("race")).unwrap();
+    let mine = shuffled(urls(20_000), seed);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
+    for batch in mine.chunks(250) {
+        let new = filter.try_check_and_insert_batch(batch).unwrap();
+        for (u, n) in batch.iter().zip(new) {
+            if n {
+                writeln!(file, "{u}").unwrap();
+            }
+        }
+    }
+}
+
+/// Three processes insert the same 20,000 URLs in different orders: no URL is admitted by two
+/// of them, and all but false positives are admitted by one.
+#[test]
+fn processes_race_and_admit_each_url_once() {
+    let Some(server) = RedisServer::start_or_skip("processes_race") else {
+        return;
+    };
+    let layout = RedisSegmentStore::layout_for(20_000, 0.01).unwrap();
+    RedisSegmentStore::create::<SipHash13>(
+        &server.url(),
+        StoreOptions::new("race"),
+        layout,
+        KEY,
+        20_000,
+    )
+    .unwrap();
+    let dir = tempfile_dir();
+    let children: Vec<_> = (0..3)
+        .map(|c| {
+            let out = dir.join(format!("admitted-{c}"));
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "race_child", "--nocapture"])
+                .env(
+                    CHILD_ENV,
+                    format!("{}|{}|{}", server.url(), c + 11, out.display()),
+                )
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    let mut admitted = HashSet::new();
+    let mut doubles = 0;
+    for (mut child, out) in children {
+        assert!(child.wait().unwrap().success());
+        for line in std::fs::read_to_string(out).unwrap().lines() {
+            if !admitted.insert(line.to_owned()) {
+                doubles += 1;
+            }
+        }
+    }
+    assert_eq!(doubles, 0, "URLs admitted by two processes");
+    let missed = 20_000 - admitted.len();
+    assert!(
+        missed < 200,
+        "{missed} URLs never admitted: far more than 1% false positives"
+    );
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "url-dedup-redis-race-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Four threads, each with its own connection, race on the same URLs, in both write modes.
+fn threads_race(mode: WriteMode) {
+    let Some(server) = RedisServer::start_or_skip("threads_race") else {
+        return;
+    };
+    let layout = RedisSegmentStore::layout_for(10_000, 0.01).unwrap();
+    let options = StoreOptions {
+        mode,
+        ..StoreOptions::new("threads")
+    };
+    RedisSegmentStore::create::<SipHash13>(&server.url(), options.clone(), layout, KEY, 10_000)
+        .unwrap();
+    let admitted = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (url, options, admitted) = (server.url(), options.clone(), admitted.clone());
+            s.spawn(move || {
+                let filter = RedisSegmentStore::join::<SipHash13>(&url, options).unwrap();
+                for batch in shuffled(urls(10_000), t + 1).chunks(100) {
+                    let new = filter.try_check_and_insert_batch(batch).unwrap();
+                    let mut admitted = admitted.lock().unwrap();
+                    admitted.extend(
+                        batch
+                            .iter()
+                            .zip(new)
+                            .filter(|(_, n)| *n)
+                            .map(|(u, _)| u.clone()),
+                    );
+                }
+            });
+        }
+    });
+    let admitted = admitted.lock().unwrap();
+    let unique: HashSet<&String> = admitted.iter().collect();
+    assert_eq!(unique.len(), admitted.len(), "a URL was admitted twice");
+    assert!(10_000 - unique.len() < 100);
+}
+
+#[test]
+fn threads_race_bitfield() {
+    threads_race(WriteMode::Bitfield);
+}
+
+#[test]
+fn threads_race_optimistic() {
+    threads_race(WriteMode::Optimistic);
+}
+
+/// Opening a prefix with other parameters, another key or another hash algorithm is a clear
+/// error, and leaves the stored filter intact.
+#[test]
+fn parameter_mismatch_is_an_error() {
+    let Some(server) = RedisServer::start_or_skip("parameter_mismatch") else {
+        return;
+    };
+    let url = server.url();
+    let layout = RedisSegmentStore::layout_for(50_000, 0.01).unwrap();
+    let filter = RedisSegmentStore::create_filter(
+        &url,
+        StoreOptions::new("p"),
+        layout,
+        SipHash13::new(KEY),
+        50_000,
+    )
+    .unwrap();
+    assert!(
+        filter
+            .try_check_and_insert("https://kept.example/")
+            .unwrap()
+    );
+
+    let other_layout = Layout::new(
+        layout.segments(),
+        layout.segment_bits(),
+        layout.hashes() + 1,
+    )
+    .unwrap();
+    let err = RedisSegmentStore::create::<SipHash13>(
+        &url,
+        StoreOptions::new("p"),
+        other_layout,
+        KEY,
+        50_000,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                field: "hashes",
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let other_size = RedisSegmentStore::layout_for(60_000, 0.01).unwrap();
+    let err = RedisSegmentStore::create::<SipHash13>(
+        &url,
+        StoreOptions::new("p"),
+        other_size,
+        KEY,
+        60_000,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                field: "segments",
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let err = RedisSegmentStore::create::<SipHash13>(
+        &url,
+        StoreOptions::new("p"),
+        layout,
+        HashKey::from_bytes([0; 16]),
+        50_000,
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::Mismatch { field: "key", .. }), "{err}");
+    assert!(
+        !err.to_string().contains("segment-store"),
+        "the key must not leak into messages"
+    );
+
+    let err = RedisSegmentStore::join::<Xxh3>(&url, StoreOptions::new("p")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                field: "algorithm",
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let packed = StoreOptions {
+        segments_per_key: Some(1),
+        ..StoreOptions::new("p")
+    };
+    let err = RedisSegmentStore::join::<SipHash13>(&url, packed).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                field: "segments_per_key",
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let same = RedisSegmentStore::join::<SipHash13>(&url, StoreOptions::new("p")).unwrap();
+    assert!(!same.try_check_and_insert("https://kept.example/").unwrap());
+}
+
+/// Redis (fsync-always AOF) is killed while two clients insert batches and restarted 300 ms
+/// later. The calls wait it out; with `Uncertain::AssumeNew` no URL is lost: each is admitted
+/// at least once, and all are in the filter afterwards.
+#[test]
+fn restart_in_the_middle_of_batches_loses_no_url() {
+    let Some(server) = RedisServer::start_durable_or_skip("restart_mid_batch") else {
+        return;
+    };
+    let url = server.url();
+    let layout = RedisSegmentStore::layout_for(20_000, 0.01).unwrap();
+    RedisSegmentStore::create::<SipHash13>(&url, StoreOptions::new("crash"), layout, KEY, 20_000)
+        .unwrap();
+    let server = Arc::new(Mutex::new(server));
+    let batches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let admitted = Arc::new(Mutex::new(Vec::new()));
+    let all = urls(20_000);
+    std::thread::scope(|s| {
+        {
+            let (server, batches) = (server.clone(), batches.clone());
+            s.spawn(move || {
+                while batches.load(std::sync::atomic::Ordering::SeqCst) < 20 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let mut server = server.lock().unwrap();
+                server.kill();
+                std::thread::sleep(Duration::from_millis(300));
+                server.restart().unwrap();
+            });
+        }
+        for half in all.chunks(10_000) {
+            let (url, batches, admitted) = (url.clone(), batches.clone(), admitted.clone());
+            s.spawn(move || {
+                let options = StoreOptions {
+                    uncertain: Uncertain::AssumeNew,
+                    ..StoreOptions::new("crash")
+                };
+                let filter = RedisSegmentStore::join::<SipHash13>(&url, options).unwrap();
+                for batch in half.chunks(500) {
+                    let new = filter
+                        .try_check_and_insert_batch(batch)
+                        .expect("waits out the restart");
+                    batches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    admitted.lock().unwrap().extend(
+                        batch
+                            .iter()
+                            .zip(new)
+                            .filter(|(_, n)| *n)
+                            .map(|(u, _)| u.clone()),
+                    );
+                }
+            });
+        }
+    });
+    let admitted: HashSet<String> = admitted.lock().unwrap().iter().cloned().collect();
+    let filter = RedisSegmentStore::join::<SipHash13>(&url, StoreOptions::new("crash")).unwrap();
+    let present = filter.try_contains_batch(&all).unwrap();
+    assert!(present.iter().all(|&p| p), "a URL's bits were lost");
+    // Distinct URLs only reach "never admitted" by being false positives.
+    let missed = all.iter().filter(|u| !admitted.contains(*u)).count();
+    assert!(missed < 200, "{missed} URLs never admitted");
+}
+
+/// A Redis that restarts empty gets the metadata back on reconnect, so processes keep
+/// sharing one filter (whose old contents are gone, as with any memory-only Redis).
+#[test]
+fn empty_restart_recreates_metadata() {
+    let Some(mut server) = RedisServer::start_or_skip("empty_restart") else {
+        return;
+    };
+    let layout = RedisSegmentStore::layout_for(1_000, 0.01).unwrap();
+    let filter = RedisSegmentStore::create_filter(
+        &server.url(),
+        StoreOptions::new("e"),
+        layout,
+        SipHash13::new(KEY),
+        1_000,
+    )
+    .unwrap();
+    assert!(filter.try_check_and_insert("https://a.example/").unwrap());
+    server.restart().unwrap();
+    assert!(
+        filter.try_check_and_insert("https://a.example/").unwrap(),
+        "data went with the restart"
+    );
+    let other =
+        RedisSegmentStore::join::<SipHash13>(&server.url(), StoreOptions::new("e")).unwrap();
+    assert!(!other.try_check_and_insert("https://a.example/").unwrap());
+}
+
+/// Redis -> memory -> snapshot file -> memory -> another Redis prefix: the same URLs are in.
+#[test]
+fn snapshot_round_trip_through_a_file() {
+    let Some(server) = RedisServer::start_or_skip("snapshot_round_trip") else {
+        return;
+    };
+    let url = server.url();
+    let layout = RedisSegmentStore::layout_for(5_000, 0.01).unwrap();
+    let hasher = SipHash13::new(KEY);
+    let shared = RedisSegmentStore::create_filter(
+        &url,
+        StoreOptions::new("a"),
+        layout,
+        hasher.clone(),
+        5_000,
+    )
+    .unwrap();
+    let inserted = urls(3_000);
+    shared.try_check_and_insert_batch(&inserted).unwrap();
+
+    let memory = SegmentedBloomFilter::with_store(
+        shared.store().to_memory().unwrap(),
+        hasher.clone(),
+        5_000,
+    );
+    assert!(inserted.iter().all(|u| memory.contains(u)));
+    let mut file = Vec::new();
+    memory.write_to(&mut file).unwrap();
+    let restored: SegmentedBloomFilter = SegmentedBloomFilter::read_from(&file[..]).unwrap();
+    assert_eq!(restored.count_ones(), memory.count_ones());
+
+    let copy =
+        RedisSegmentStore::create_filter(&url, StoreOptions::new("b"), layout, hasher, 5_000)
+            .unwrap();
+    assert!(copy.store().merge_from_memory(restored.store()).unwrap() > 0);
+    assert!(
+        copy.try_contains_batch(&inserted)
+            .unwrap()
+            .iter()
+            .all(|&p| p)
+    );
+    let fresh = urls(4_000)[3_000..].to_vec();
+    let expected = restored.check_and_insert_batch(&fresh);
+    assert_eq!(copy.try_check_and_insert_batch(&fresh).unwrap(), expected);
+}
+
+fn shared_server() -> Option<&'static (RedisServer, String)> {
+    static SERVER: std::sync::OnceLock<Option<(RedisServer, String)>> = std::sync::OnceLock::new();
+    SERVER
+        .get_or_init(|| {
+            RedisServer::start_or_skip("agrees_with_memory").map(|s| {
+                let url = s.url();
+                (s, url)
+            })
+        })
+        .as_ref()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Any batch, with repeats, gets the same answers from Redis as from the in-memory store
+    /// (the segmented crate's reference), in both write modes; `contains` agrees afterwards.
+    #[test]
+    fn agrees_with_memory(
+        items in prop::collection::vec(0u32..400, 1..300),
+        optimistic: bool,
+        segments_per_key in 1u64..5,
+        case in any::<u64>(),
+    ) {
+        let Some((_, url)) = shared_server() else { return Ok(()) };
+        let layout = Layout::new(6, 512, 5).unwrap();
+        let items: Vec<String> = items.iter().map(|i| format!("u{i}")).collect();
+        let hasher = SipHash13::new(KEY);
+        let options = StoreOptions {
+            mode: if optimistic { WriteMode::Optimistic } else { WriteMode::Bitfield },
+            segments_per_key: Some(segments_per_key),
+            ..StoreOptions::new(format!("prop{case}"))
+        };
+        let redis = RedisSegmentStore::create_filter(url, options, layout, hasher.clone(), 100).unwrap();
+        let memory = SegmentedBloomFilter::with_store(MemoryStore::new(layout).unwrap(), hasher, 100);
+        let (first, second) = items.split_at(items.len() / 2);
+        for part in [first, second] {
+            prop_assert_eq!(redis.try_check_and_insert_batch(part).unwrap(), memory.check_and_insert_batch(part));
+        }
+        let probe: Vec<String> = (0..450).map(|i| format!("u{i}")).collect();
+        prop_assert_eq!(redis.try_contains_batch(&probe).unwrap(), memory.contains_batch(&probe));
+        let mut words = Vec::new();
+        let mut reference = Vec::new();
+        for segment in 0..layout.segments() {
+            url_dedup_segmented::SegmentStore::read_segment(redis.store(), segment, &mut words).unwrap();
+            memory.store().read_segment(segment, &mut reference).unwrap();
+        }
+        prop_assert_eq!(words, reference);
+    }
+}
