@@ -225,7 +225,7 @@ impl Center {
             }
             self.expire(&mut pending, &mut fx, &mut undispatched);
             self.flush(fx).await?;
-            if undispatched >= self.settings.dispatch_chunk || (!full && undispatched > 0) {
+            while undispatched >= self.settings.dispatch_chunk || (!full && undispatched > 0) {
                 undispatched = self.dispatch(&mut rotation).await?;
             }
             if !full {
@@ -361,6 +361,7 @@ impl Center {
                     continue;
                 }
                 let number = frame.number;
+                tracing::debug!(center = %self.ip, number, ?phase, urls = frame.url_set.len(), "frame admitted");
                 self.start(pending, phase, frame, fx);
                 self.maybe_complete(pending, number, fx, undispatched);
             }
@@ -548,6 +549,7 @@ impl Center {
         let Some(p) = pending.remove(&number) else {
             return;
         };
+        tracing::debug!(center = %self.ip, number, phase = ?p.phase, urls = p.frame.url_set.len(), "frame completed");
         let pool = self.pool(p.phase);
         fx.writes.cmd("HDEL").arg(&pool).arg(number).ignore();
         fx.write_count += 1;
@@ -657,6 +659,7 @@ impl Center {
         })
         .await?;
         self.counters.add_dispatched(urls.len() as u64);
+        tracing::debug!(center = %self.ip, urls = urls.len(), left = len.saturating_sub(urls.len()), "task_URL dispatched");
         Ok(len.saturating_sub(urls.len()))
     }
 }

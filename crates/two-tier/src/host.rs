@@ -383,6 +383,7 @@ impl LocalHost {
             number: self.numbers.next().await?,
             flag: Flag::Submit,
         };
+        tracing::debug!(host = %self.ip, number = frame.number, urls = frame.url_set.len(), "submitting");
         self.center.send(&[frame.encode()]).await
     }
 
@@ -489,6 +490,7 @@ impl LocalHost {
             answers.push(frame.encode());
         }
         if !answers.is_empty() {
+            tracing::debug!(host = %self.ip, answers = answers.len(), "answering");
             self.center.send(&answers).await?;
         }
         Ok(())

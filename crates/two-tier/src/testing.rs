@@ -84,6 +84,7 @@ pub struct Cluster {
     stop: watch::Sender<bool>,
     running: BTreeMap<IpAddr, Running>,
     finished: Stats,
+    probes: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -171,6 +172,7 @@ impl Cluster {
             stop: watch::channel(false).0,
             running: BTreeMap::new(),
             finished: Stats::default(),
+            probes: std::sync::atomic::AtomicU64::new(0),
         }))
     }
 
@@ -393,6 +395,30 @@ impl Cluster {
     ///
     /// See the [module documentation](self).
     pub async fn wait_idle(&mut self, timeout: Duration) -> Result<bool> {
+        Ok(self.idle_since(timeout).await?.is_some())
+    }
+
+    /// As [`wait_idle`](Self::wait_idle), but returns when the quiet stretch began: the
+    /// moment the work was done, give or take one poll (5 ms plus a round trip per node).
+    ///
+    /// # Errors
+    ///
+    /// As for [`wait_idle`](Self::wait_idle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// # use std::time::Duration;
+    /// # use url_dedup_two_tier::testing::{Cluster, quick_settings};
+    /// let Some(mut cluster) = Cluster::launch(&[1], quick_settings()).await? else { return Ok(()) };
+    /// cluster.start_all().await?;
+    /// let since = cluster.idle_since(Duration::from_secs(10)).await?.expect("idle");
+    /// assert!(since <= tokio::time::Instant::now());
+    /// # Ok::<(), url_dedup_two_tier::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn idle_since(&mut self, timeout: Duration) -> Result<Option<Instant>> {
         let deadline = Instant::now() + timeout;
         let settle = self.settings.idle_wait * 3;
         let mut quiet_since: Option<(Instant, Stats)> = None;
@@ -408,7 +434,7 @@ impl Cluster {
                 match quiet_since {
                     Some((since, before)) if before == stats => {
                         if now.duration_since(since) >= settle {
-                            return Ok(true);
+                            return Ok(Some(since));
                         }
                     }
                     _ => quiet_since = Some((now, stats)),
@@ -417,7 +443,7 @@ impl Cluster {
                 quiet_since = None;
             }
             if now >= deadline {
-                return Ok(false);
+                return Ok(None);
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -469,11 +495,33 @@ impl Cluster {
                     async move { pipe.query_async(&mut conn).await }
                 })
                 .await?;
+            self.probes
+                .fetch_add(counts.len() as u64, std::sync::atomic::Ordering::Relaxed);
             if counts.iter().any(|&c| c > 0) {
                 return Ok(false);
             }
         }
         Ok(true)
+    }
+
+    /// How many Redis commands the idle checks of [`wait_idle`](Self::wait_idle) issued,
+    /// summed over the nodes: to subtract from server-side command counts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// # use std::time::Duration;
+    /// # use url_dedup_two_tier::testing::{Cluster, quick_settings};
+    /// let Some(mut cluster) = Cluster::launch(&[1], quick_settings()).await? else { return Ok(()) };
+    /// cluster.start_all().await?;
+    /// cluster.wait_idle(Duration::from_secs(10)).await?;
+    /// assert!(cluster.probe_commands() > 0);
+    /// # Ok::<(), url_dedup_two_tier::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn probe_commands(&self) -> u64 {
+        self.probes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every URL in every host's `task_pool`, sorted, duplicates kept.
