@@ -358,7 +358,7 @@ fn main() {
     for ((hosts, label), outs) in &results {
         let med = |f: &dyn Fn(&Outcome) -> f64| median(outs.iter().map(f).collect());
         println!(
-            "| {hosts} | {label} | {:.0} | {:.4} | {:.2} | {:.1} | {:.0} | {:.0} | {:.0} |",
+            "| {hosts} | {label} | {:.0} | {:.4} | {:.3} | {:.1} | {:.0} | {:.0} | {:.0} |",
             med(&|o| o.urls as f64 / o.seconds),
             med(&|o| o.round_trips as f64 / o.urls as f64),
             med(&|o| o.commands as f64 / o.urls as f64),

@@ -184,7 +184,7 @@ impl Center {
         self.counters.clone()
     }
 
-    /// Runs the center until `stop` turns true.
+    /// Runs the center until `stop` turns true (or its sender is dropped).
     ///
     /// On start it picks up the frames its pools still hold (from a previous run) and asks
     /// again for their answers, with fresh deadlines; hosts that answered before ignore the
@@ -238,7 +238,8 @@ impl Center {
                     .min(self.settings.idle_wait);
                 if !wait.is_zero() {
                     tokio::select! {
-                        _ = stop.changed() => {}
+                        // A dropped sender can never say "stop": treat it as saying so.
+                        changed = stop.changed() => if changed.is_err() { break },
                         waited = mailbox.wait(wait) => waited?,
                     }
                 }

@@ -524,8 +524,8 @@ impl LocalHost {
         Ok(Some(frame))
     }
 
-    /// Runs the host until `stop` turns true: local dedup and submissions in one task,
-    /// answers to the center's requests in another.
+    /// Runs the host until `stop` turns true (or its sender is dropped): local dedup and
+    /// submissions in one task, answers to the center's requests in another.
     ///
     /// # Errors
     ///
@@ -573,7 +573,7 @@ impl LocalHost {
             }
             if !full {
                 tokio::select! {
-                    _ = stop.changed() => {}
+                    changed = stop.changed() => if changed.is_err() { break },
                     waited = mailbox.wait(self.settings.idle_wait) => waited?,
                 }
             }
@@ -587,7 +587,7 @@ impl LocalHost {
         while !*stop.borrow() {
             if self.submit_once().await? == 0 {
                 tokio::select! {
-                    _ = stop.changed() => {}
+                    changed = stop.changed() => if changed.is_err() { break },
                     waited = wait_on(waiter, &wake, self.settings.idle_wait, &self.counters) => waited?,
                 }
             }
