@@ -12,6 +12,28 @@ use crate::percent::{hex_value, is_unreserved};
 use crate::query::param_name;
 use crate::{Policy, TrailingSlash};
 
+/// Bytes a canonical path may hold as they are: unreserved, sub-delims, `:`, `@` (and `/`,
+/// `%`, handled separately). Everything else the parser encodes or treats specially.
+const PATH_BYTES: [bool; 256] = byte_set(b"-._~!$&'()*+,;=:@");
+/// The same for a query: `/` and `?` are allowed, `'` is not (the parser encodes it in
+/// special schemes).
+const QUERY_BYTES: [bool; 256] = byte_set(b"-._~!$&()*+,;=:@/?");
+
+const fn byte_set(extra: &[u8]) -> [bool; 256] {
+    let mut set = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        set[i] = (i as u8).is_ascii_alphanumeric();
+        i += 1;
+    }
+    let mut j = 0;
+    while j < extra.len() {
+        set[extra[j] as usize] = true;
+        j += 1;
+    }
+    set
+}
+
 /// Whether `input` is canonical under `policy`; `false` means "not proven".
 pub(crate) fn check(input: &str, policy: &Policy) -> bool {
     let b = input.as_bytes();
@@ -123,7 +145,7 @@ fn path(path: &[u8], policy: &Policy) -> bool {
             }
             b';' if policy.remove_session_params => return false,
             b'A'..=b'Z' if policy.lowercase_path => return false,
-            _ if c.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&c) => {}
+            _ if PATH_BYTES[usize::from(c)] => {}
             _ => return false,
         }
         i += 1;
@@ -172,7 +194,7 @@ fn query(query: &[u8], policy: &Policy) -> bool {
             i += 3;
             continue;
         }
-        if !(c.is_ascii_alphanumeric() || b"-._~!$&()*+,;=:@/?".contains(&c)) {
+        if !QUERY_BYTES[usize::from(c)] {
             return false;
         }
         i += 1;

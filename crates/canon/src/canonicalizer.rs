@@ -111,6 +111,54 @@ impl Canonicalizer {
         Ok(Cow::Owned(out))
     }
 
+    /// Writes the canonical form of `input` into `out` (cleared first), reusing its buffer:
+    /// after warm-up a loop over URLs allocates nothing of its own, canonical or not (the
+    /// WHATWG parser still allocates for inputs that need it).
+    ///
+    /// Returns whether `input` was already canonical. On error `out` is left empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`Canonicalizer::canonicalize`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let canon = url_dedup_canon::Canonicalizer::default();
+    /// let mut out = String::new();
+    /// for url in ["https://a.example/x", "HTTPS://A.example:443/x#top"] {
+    ///     canon.canonicalize_into(url, &mut out)?;
+    ///     assert_eq!(out, "https://a.example/x");
+    /// }
+    /// assert!(canon.canonicalize_into("ftp://a.example/", &mut out).is_err());
+    /// assert!(out.is_empty());
+    /// # Ok::<(), url_dedup_canon::CanonError>(())
+    /// ```
+    pub fn canonicalize_into(&self, input: &str, out: &mut String) -> Result<bool, CanonError> {
+        out.clear();
+        let limit = self.policy.max_len;
+        if input.len() > limit {
+            return Err(CanonError::TooLong {
+                len: input.len(),
+                limit,
+            });
+        }
+        if already_canonical::check(input, &self.policy) {
+            out.push_str(input);
+            return Ok(true);
+        }
+        if let Err(e) = self.canonicalize_slow(input, out) {
+            out.clear();
+            return Err(e);
+        }
+        if out.len() > limit {
+            let len = out.len();
+            out.clear();
+            return Err(CanonError::TooLong { len, limit });
+        }
+        Ok(out == input)
+    }
+
     /// Whether `input` is already canonical under this policy (equivalent to
     /// `canonicalize(input)` returning `input` itself).
     ///
@@ -181,15 +229,10 @@ impl Canonicalizer {
             out.push_str(&port.to_string());
         }
         let path_start = out.len();
-        let mut path = String::with_capacity(url.path().len());
-        percent::normalize_into(url.path(), &mut path, policy.lowercase_path);
-        path::apply_policy(&mut path, policy);
-        out.push_str(&path);
-        debug_assert!(out[path_start..].starts_with('/'));
+        percent::normalize_into(url.path(), out, policy.lowercase_path);
+        path::apply_policy(out, path_start, policy);
         if let Some(q) = url.query() {
-            let mut normalized = String::with_capacity(q.len());
-            percent::normalize_into(q, &mut normalized, false);
-            query::write(&normalized, policy, out);
+            query::write(q, policy, out);
         }
         if !policy.remove_fragment
             && let Some(fragment) = url.fragment()

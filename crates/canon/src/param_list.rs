@@ -18,6 +18,9 @@
 pub struct ParamList {
     exact: Vec<Box<str>>,
     prefixes: Vec<Box<str>>,
+    /// Bit `n` set when some exact name has `n` bytes (names of 64 bytes or more share bit
+    /// 63): most parameter names are rejected by one test, before any comparison.
+    exact_lengths: u64,
 }
 
 impl ParamList {
@@ -55,7 +58,10 @@ impl ParamList {
         let lower = name.to_ascii_lowercase().into_boxed_str();
         match lower.strip_suffix('*') {
             Some(prefix) => self.prefixes.push(prefix.into()),
-            None => self.exact.push(lower),
+            None => {
+                self.exact_lengths |= length_bit(lower.len());
+                self.exact.push(lower);
+            }
         }
     }
 
@@ -68,9 +74,11 @@ impl ParamList {
     /// ```
     pub fn matches(&self, name: &str) -> bool {
         let name = name.as_bytes();
-        self.exact
-            .iter()
-            .any(|e| e.as_bytes().eq_ignore_ascii_case(name))
+        (self.exact_lengths & length_bit(name.len()) != 0
+            && self
+                .exact
+                .iter()
+                .any(|e| e.as_bytes().eq_ignore_ascii_case(name)))
             || self.prefixes.iter().any(|p| {
                 name.len() >= p.len() && p.as_bytes().eq_ignore_ascii_case(&name[..p.len()])
             })
@@ -147,4 +155,9 @@ impl ParamList {
             "cftoken",
         ])
     }
+}
+
+#[inline]
+fn length_bit(len: usize) -> u64 {
+    1 << len.min(63)
 }

@@ -3,21 +3,25 @@
 
 use crate::{Policy, TrailingSlash};
 
-/// Rewrites `path` (already percent-normalized, starting with `/`) in place.
-pub(crate) fn apply_policy(path: &mut String, policy: &Policy) {
-    if policy.remove_session_params && path.contains(';') {
-        remove_session_params(path, policy);
+/// Rewrites the path that occupies `out[start..]` (already percent-normalized, starting
+/// with `/`) in place.
+pub(crate) fn apply_policy(out: &mut String, start: usize, policy: &Policy) {
+    if policy.remove_session_params && out[start..].contains(';') {
+        let mut path = out.split_off(start);
+        remove_session_params(&mut path, policy);
+        out.push_str(&path);
     }
+    let path = out;
     match policy.trailing_slash {
         TrailingSlash::Keep => {}
         TrailingSlash::Remove => {
             // All of them: removing one at a time would not be idempotent for `/a//`.
-            while path.len() > 1 && path.ends_with('/') {
+            while path.len() > start + 1 && path.ends_with('/') {
                 path.pop();
             }
         }
         TrailingSlash::AddToDirectories => {
-            if looks_like_directory_without_slash(path) {
+            if looks_like_directory_without_slash(&path[start..]) {
                 path.push('/');
             }
         }
@@ -108,11 +112,11 @@ mod tests {
     #[test]
     fn session_path_params_are_removed_and_dots_resolved() {
         let policy = Policy::default();
-        let mut p = "/shop;JSESSIONID=ab12;color=red/item".to_owned();
-        apply_policy(&mut p, &policy);
-        assert_eq!(p, "/shop;color=red/item");
-        let mut p = "/a/..;jsessionid=1/b".to_owned();
-        apply_policy(&mut p, &policy);
-        assert_eq!(p, "/b");
+        let mut p = "http://a/shop;JSESSIONID=ab12;color=red/item".to_owned();
+        apply_policy(&mut p, 8, &policy);
+        assert_eq!(p, "http://a/shop;color=red/item");
+        let mut p = "http://a/a/..;jsessionid=1/b".to_owned();
+        apply_policy(&mut p, 8, &policy);
+        assert_eq!(p, "http://a/b");
     }
 }

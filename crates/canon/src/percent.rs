@@ -25,6 +25,31 @@ const UPPER_HEX: &[u8; 16] = b"0123456789ABCDEF";
 /// serializer and is therefore ASCII; a malformed `%` (not followed by two hex digits) is
 /// copied as it is, as the WHATWG parser does.
 pub(crate) fn normalize_into(src: &str, out: &mut String, lowercase: bool) {
+    if lowercase {
+        return normalize_lowercase_into(src, out);
+    }
+    // Copy the runs between `%` signs whole: most URLs have few or none.
+    let bytes = src.as_bytes();
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(offset) = bytes[i..].iter().position(|&b| b == b'%') {
+        let at = i + offset;
+        i = at + 1;
+        if let (Some(hi), Some(lo)) = (
+            bytes.get(at + 1).copied().and_then(hex_value),
+            bytes.get(at + 2).copied().and_then(hex_value),
+        ) {
+            out.push_str(&src[copied..at]);
+            push_octet(out, hi, lo, false);
+            i = at + 3;
+            copied = i;
+        }
+    }
+    out.push_str(&src[copied..]);
+}
+
+/// [`normalize_into`] with ASCII letters lower-cased outside percent-encoded triplets.
+fn normalize_lowercase_into(src: &str, out: &mut String) {
     let bytes = src.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -35,14 +60,7 @@ pub(crate) fn normalize_into(src: &str, out: &mut String, lowercase: bool) {
                 bytes.get(i + 2).copied().and_then(hex_value),
             )
         {
-            let octet = hi << 4 | lo;
-            if is_unreserved(octet) {
-                out.push(fold(octet, lowercase) as char);
-            } else {
-                out.push('%');
-                out.push(UPPER_HEX[usize::from(hi)] as char);
-                out.push(UPPER_HEX[usize::from(lo)] as char);
-            }
+            push_octet(out, hi, lo, true);
             i += 3;
             continue;
         }
@@ -51,11 +69,24 @@ pub(crate) fn normalize_into(src: &str, out: &mut String, lowercase: bool) {
         let ch_len = utf8_len(b);
         let end = (i + ch_len).min(bytes.len());
         if ch_len == 1 {
-            out.push(fold(b, lowercase) as char);
+            out.push(b.to_ascii_lowercase() as char);
         } else {
             out.push_str(src.get(i..end).unwrap_or_default());
         }
         i = end;
+    }
+}
+
+/// Appends the octet `hi lo`: decoded if unreserved, else as `%XY` in upper case.
+#[inline]
+fn push_octet(out: &mut String, hi: u8, lo: u8, lowercase: bool) {
+    let octet = hi << 4 | lo;
+    if is_unreserved(octet) {
+        out.push(fold(octet, lowercase) as char);
+    } else {
+        out.push('%');
+        out.push(UPPER_HEX[usize::from(hi)] as char);
+        out.push(UPPER_HEX[usize::from(lo)] as char);
     }
 }
 

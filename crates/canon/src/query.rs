@@ -1,36 +1,60 @@
 //! Query rewriting: removal of tracking and session parameters, stable sort by name.
 
-use crate::Policy;
+use crate::{Policy, percent};
 
 /// The name of a `name=value` pair (everything before the first `=`).
 #[inline]
 pub(crate) fn param_name(pair: &str) -> &str {
-    pair.split_once('=').map_or(pair, |(name, _)| name)
+    match pair.as_bytes().iter().position(|&b| b == b'=') {
+        Some(end) => &pair[..end],
+        None => pair,
+    }
 }
 
-/// Appends the rewritten `query` (percent-normalized, without `?`) to `out`, preceded by `?`
-/// unless the policy drops it as empty.
+/// Appends the percent-normalized and rewritten `query` (without `?`) to `out`, preceded by
+/// `?` unless the policy drops it as empty.
 pub(crate) fn write(query: &str, policy: &Policy, out: &mut String) {
     if !policy.edits_query() {
         if !(query.is_empty() && policy.drop_empty_query) {
             out.push('?');
-            out.push_str(query);
+            percent::normalize_into(query, out, false);
         }
         return;
     }
-    let mut pairs: Vec<&str> = query
+    // Normalized into `out` first (after a provisional `?`), then edited in place when a
+    // pair must go or move; most queries need neither.
+    let mark = out.len();
+    out.push('?');
+    percent::normalize_into(query, out, false);
+    let normalized = &out[mark + 1..];
+    let mut previous = "";
+    let clean = normalized.split('&').all(|pair| {
+        let name = param_name(pair);
+        let drop =
+            pair.is_empty() || policy.drops_param(name) || (policy.sort_query && name < previous);
+        previous = name;
+        !drop
+    });
+    if clean && !(normalized.is_empty() && policy.drop_empty_query) {
+        return;
+    }
+    let query = out.split_off(mark + 1);
+    out.truncate(mark);
+    let mut pairs: Vec<(&str, &str)> = query
         .split('&')
-        .filter(|pair| !pair.is_empty() && !policy.drops_param(param_name(pair)))
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| (param_name(pair), pair))
+        .filter(|&(name, _)| !policy.drops_param(name))
         .collect();
     if policy.sort_query {
-        // `sort_by_key` is stable: repeated names keep their order, which often matters.
-        pairs.sort_by_key(|pair| param_name(pair));
+        // Stable: repeated names keep their order, which often matters.
+        pairs.sort_by(|a, b| a.0.cmp(b.0));
     }
     if pairs.is_empty() && policy.drop_empty_query {
         return;
     }
     out.push('?');
-    for (i, pair) in pairs.iter().enumerate() {
+    for (i, (_, pair)) in pairs.iter().enumerate() {
         if i > 0 {
             out.push('&');
         }

@@ -8,12 +8,13 @@
 //! | `last_page` | `un` with the query (`un` is `u1` when `n = 1`), as in document 004 |
 //! | `last_segment` | `un` without the query; empty when `n = 1` |
 //! | `query_names` | `?` and the sorted, distinct parameter names, or empty without a query |
+//! | `query_key` | `?` and the sorted parameters that identify content, or empty if none |
 //! | `path_template` | the path with digit runs written `{int}`: `/item/{int}/page-{int}.html` |
 //! | `extension` | the last segment's extension, lower-cased (`html`), or empty |
 //!
-//! [`Scoped`] prefixes any of them with the site (`site:last_segment`) or with the site and
-//! the page's directory (`dir:last_segment`), so that a value seen on one site or in one
-//! directory says nothing about another.
+//! [`Scoped`] prefixes any of them with the site (`site:last_segment`), the site and the
+//! page's directory (`dir:last_segment`) or the site and the whole path (`path:query_key`), so
+//! that a value seen on one site or path says nothing about another.
 
 use std::sync::Arc;
 
@@ -185,6 +186,125 @@ impl Feature for QueryNames {
     }
 }
 
+/// The query reduced to the parameters that identify content: `?` followed by those
+/// `name=value` pairs in sorted order, or empty when there are none. Parameters that only
+/// change presentation are dropped, so `/item/7?color=red` has the key of `/item/7`.
+///
+/// A parameter identifies content when it is a bare key without `=` (`/bugs/?50414`), when
+/// its value contains a digit (`id=42`, `page=2`, `oldid=981`, dates), or when its name is in
+/// the list of content parameters (search terms and languages by default: `q`, `query`,
+/// `search`, `s`, `keyword(s)`, `term`, `text`, `lang`, `hl`, `locale`). Other values (`ref=rss`, `sort=name`, `color=red`, `highlight=rust`) are
+/// taken as presentation of the same page. Repeated identical pairs count once.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_similarity::{Feature, UrlParts, builtin::QueryKey};
+///
+/// let mut v = Vec::new();
+/// QueryKey::default().write_value(&UrlParts::parse("https://e.com/s?ref=rss&q=bloom&id=7"), &mut v);
+/// assert_eq!(v, b"?id=7&q=bloom");
+/// v.clear();
+/// QueryKey::default().write_value(&UrlParts::parse("https://e.com/s?sort=name"), &mut v);
+/// assert!(v.is_empty());
+/// ```
+#[derive(Clone, Debug)]
+pub struct QueryKey {
+    content_params: Vec<Box<str>>,
+    name: String,
+}
+
+const CONTENT_PARAMS: [&str; 11] = [
+    "q", "query", "search", "s", "keyword", "keywords", "term", "text", "lang", "hl", "locale",
+];
+
+impl Default for QueryKey {
+    fn default() -> Self {
+        Self::new(CONTENT_PARAMS)
+    }
+}
+
+impl QueryKey {
+    /// A query key whose word values count only for the parameters in `content_params`
+    /// (compared without regard to ASCII case); digit-bearing values always count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::{Feature, UrlParts, builtin::QueryKey};
+    ///
+    /// let mut v = Vec::new();
+    /// QueryKey::new(["tab"]).write_value(&UrlParts::parse("https://e.com/?tab=code&q=x"), &mut v);
+    /// assert_eq!(v, b"?tab=code");
+    /// // A custom list is part of the name, so snapshots cannot mix the two up.
+    /// assert_eq!(QueryKey::new(["tab"]).name(), "query_key[tab]");
+    /// assert_eq!(QueryKey::default().name(), "query_key");
+    /// ```
+    pub fn new<I, S>(content_params: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let content_params: Vec<Box<str>> = content_params
+            .into_iter()
+            .map(|s| s.as_ref().to_ascii_lowercase().into_boxed_str())
+            .collect();
+        let name = if content_params.iter().map(|p| &**p).eq(CONTENT_PARAMS) {
+            "query_key".to_owned()
+        } else {
+            format!("query_key[{}]", content_params.join(","))
+        };
+        Self {
+            content_params,
+            name,
+        }
+    }
+
+    fn identifies(&self, name: &str, value: &str) -> bool {
+        value.bytes().any(|b| b.is_ascii_digit())
+            || self
+                .content_params
+                .iter()
+                .any(|p| p.as_bytes().eq_ignore_ascii_case(name.as_bytes()))
+    }
+}
+
+impl Feature for QueryKey {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
+        let Some(query) = url.query() else {
+            return;
+        };
+        let mut pairs: Vec<(&str, &str)> = query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .filter_map(|pair| match pair.split_once('=') {
+                Some((name, value)) => self.identifies(name, value).then_some((name, value)),
+                // A bare key (`/bugs/?50414`, `/wiki?Main_Page`) is the whole address.
+                None => Some((pair, "")),
+            })
+            .collect();
+        if pairs.is_empty() {
+            return;
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        out.push(b'?');
+        for (i, (name, value)) in pairs.iter().enumerate() {
+            if i > 0 {
+                out.push(b'&');
+            }
+            out.extend_from_slice(name.as_bytes());
+            if !value.is_empty() {
+                out.push(b'=');
+                out.extend_from_slice(value.as_bytes());
+            }
+        }
+    }
+}
+
 /// The path with every run of ASCII digits replaced by `{int}`: `/item/42/page-7.html` is
 /// `/item/{int}/page-{int}.html`. Pages generated from one template share it.
 ///
@@ -266,6 +386,8 @@ pub enum Scope {
     Site,
     /// The site and the page's directory (the path without its last segment).
     Directory,
+    /// The site and the whole path: values count as seen only on the same page.
+    Path,
 }
 
 /// A feature whose value is qualified by the site, or by the site and directory.
@@ -305,6 +427,7 @@ impl<F: Feature> Scoped<F> {
         let prefix = match scope {
             Scope::Site => "site",
             Scope::Directory => "dir",
+            Scope::Path => "path",
         };
         let name = format!("{prefix}:{}", inner.name());
         Self { scope, inner, name }
@@ -317,8 +440,10 @@ impl<F: Feature> Feature for Scoped<F> {
     }
     fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
         Site.write_value(url, out);
-        if self.scope == Scope::Directory {
-            out.extend_from_slice(url.directory().as_bytes());
+        match self.scope {
+            Scope::Site => {}
+            Scope::Directory => out.extend_from_slice(url.directory().as_bytes()),
+            Scope::Path => out.extend_from_slice(url.path().as_bytes()),
         }
         // NUL cannot occur in a URL, so the prefix and the value cannot run together.
         out.push(0);
@@ -346,6 +471,7 @@ pub fn by_name(name: &str) -> Option<Arc<dyn Feature>> {
             "last_page" => Arc::new(LastPage),
             "last_segment" => Arc::new(LastSegment),
             "query_names" => Arc::new(QueryNames),
+            "query_key" => Arc::new(QueryKey::default()),
             "path_template" => Arc::new(PathTemplate),
             "extension" => Arc::new(Extension),
             _ => return None,
@@ -358,6 +484,7 @@ pub fn by_name(name: &str) -> Option<Arc<dyn Feature>> {
         None => return plain(name),
         Some(("site", inner)) => (Scope::Site, inner),
         Some(("dir", inner)) => (Scope::Directory, inner),
+        Some(("path", inner)) => (Scope::Path, inner),
         Some(_) => return None,
     };
     Some(match inner {
@@ -367,6 +494,7 @@ pub fn by_name(name: &str) -> Option<Arc<dyn Feature>> {
         "last_page" => scoped(scope, LastPage),
         "last_segment" => scoped(scope, LastSegment),
         "query_names" => scoped(scope, QueryNames),
+        "query_key" => scoped(scope, QueryKey::default()),
         "path_template" => scoped(scope, PathTemplate),
         "extension" => scoped(scope, Extension),
         _ => return None,

@@ -3,11 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use md5::{Digest as _, Md5};
 use url_dedup_bloom::HashKey;
 use url_dedup_bloom::sizing;
 
-use crate::{Error, Explanation, Feature, Matches, Preset, UrlParts, Verdict};
+use crate::feature_hash::ValueHasher;
+use crate::{
+    Error, Explanation, Feature, FeatureHash, Matches, Preset, RegionSizing, UrlParts, Verdict,
+};
 
 /// The most features one filter can have (one bit of a `u64` mask each).
 pub const MAX_FEATURES: usize = 64;
@@ -15,10 +17,12 @@ pub const MAX_FEATURES: usize = 64;
 /// The feature-similarity filter of document 004.
 ///
 /// Each feature owns a region of `N` bits. For a URL, every feature's value is hashed with
-/// MD5 (prefixed with a secret key unless the filter is [unkeyed](Builder::unkeyed)) and
-/// reduced mod `N` to one bit of its region. If all those bits are already set the URL is
-/// [`Verdict::Similar`]; otherwise it is [`Verdict::New`] and
-/// [`check_and_insert`](Self::check_and_insert) sets them.
+/// MD5 (prefixed with a secret key unless the filter is [unkeyed](Builder::unkeyed)); the
+/// digest selects the value's bits in its region (one bit, `MD5 mod N`, under
+/// [`RegionSizing::Document004`]; the optimal number of a classic Bloom filter under
+/// [`RegionSizing::PerFeature`]). A feature matches when all its bits are set. If every
+/// feature matches the URL is [`Verdict::Similar`]; otherwise it is [`Verdict::New`] and
+/// [`check_and_insert`](Self::check_and_insert) sets the bits.
 ///
 /// # Examples
 ///
@@ -41,19 +45,23 @@ pub const MAX_FEATURES: usize = 64;
 pub struct SimilarityFilter {
     pub(crate) features: Vec<Arc<dyn Feature>>,
     pub(crate) region_bits: u64,
+    pub(crate) hashes: u32,
+    pub(crate) sizing: RegionSizing,
     pub(crate) words: Vec<u64>,
     pub(crate) key: Option<HashKey>,
-    /// MD5 state after absorbing the key: cloned per feature value.
-    keyed: Md5,
+    pub(crate) hash: FeatureHash,
+    hasher: ValueHasher,
     pub(crate) expected_items: u64,
     pub(crate) fpr: f64,
     pub(crate) items: u64,
     scratch: Vec<u8>,
+    positions: Vec<u64>,
 }
 
 /// Builds a [`SimilarityFilter`] from the two numbers document 004 asks of its user.
 ///
-/// Defaults: false-positive rate 0.01, [`Preset::Crawler`], a random key.
+/// Defaults: one million expected URLs, false-positive rate 0.01, [`Preset::Crawler`],
+/// [`RegionSizing::PerFeature`], [`FeatureHash::Md5`], a random key.
 ///
 /// # Examples
 ///
@@ -66,7 +74,8 @@ pub struct SimilarityFilter {
 ///     .preset(Preset::Document004)
 ///     .build()?;
 /// assert_eq!(filter.features().count(), 4);
-/// assert!(filter.expected_false_positive_rate() <= 0.001);
+/// // Each region is a classic filter for 10^6 values at 0.1% (k = 10 rounds from 9.97).
+/// assert!((filter.expected_false_positive_rate() - 0.001).abs() < 0.00002);
 /// # Ok::<(), url_dedup_similarity::Error>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -76,6 +85,8 @@ pub struct Builder {
     features: Vec<Arc<dyn Feature>>,
     key: Option<HashKey>,
     region_bits: Option<u64>,
+    sizing: RegionSizing,
+    hash: FeatureHash,
 }
 
 impl Default for Builder {
@@ -86,6 +97,8 @@ impl Default for Builder {
             features: Preset::Crawler.features(),
             key: Some(HashKey::random()),
             region_bits: None,
+            sizing: RegionSizing::PerFeature,
+            hash: FeatureHash::Md5,
         }
     }
 }
@@ -174,6 +187,26 @@ impl Builder {
         self
     }
 
+    /// How regions are sized (default [`RegionSizing::PerFeature`]).
+    ///
+    /// # Examples
+    ///
+    /// See [`RegionSizing`].
+    pub fn region_sizing(mut self, sizing: RegionSizing) -> Self {
+        self.sizing = sizing;
+        self
+    }
+
+    /// The hash applied to feature values (default [`FeatureHash::Md5`], the document's).
+    ///
+    /// # Examples
+    ///
+    /// See [`FeatureHash`].
+    pub fn feature_hash(mut self, hash: FeatureHash) -> Self {
+        self.hash = hash;
+        self
+    }
+
     /// Set the region size `N` directly instead of deriving it from `k` and `P`.
     ///
     /// # Examples
@@ -201,13 +234,13 @@ impl Builder {
     /// See [`Builder`].
     pub fn build(self) -> Result<SimilarityFilter, Error> {
         let f = check_feature_count(self.features.len())?;
-        let region_bits = match self.region_bits {
+        let (region_bits, hashes) = match self.region_bits {
             Some(bits) => {
                 // Still validates `k` and `P`, which are recorded.
                 sizing::optimal_bits(self.expected_items, self.fpr)?;
-                bits
+                (bits, self.sizing.hashes_for(bits, self.expected_items))
             }
-            None => region_bits_for(self.expected_items, self.fpr, f)?,
+            None => self.sizing.size(self.expected_items, self.fpr, f)?,
         };
         let words = words_for(region_bits, f)?;
         let mut bits = Vec::new();
@@ -216,9 +249,9 @@ impl Builder {
         bits.resize(words as usize, 0);
         Ok(SimilarityFilter::from_parts(
             self.features,
-            region_bits,
+            (region_bits, hashes, self.sizing),
             bits,
-            self.key,
+            (self.key, self.hash),
             self.expected_items,
             self.fpr,
             0,
@@ -252,37 +285,6 @@ pub(crate) fn words_for(region_bits: u64, features: u32) -> Result<u64, Error> {
         .ok_or(Error::InvalidParameters("filter would be too large"))
 }
 
-/// The region size `N` for `items` URLs at rate `fpr` with `features` regions.
-///
-/// Document 004 computes `M = -k ln P / (ln 2)^2` bits and derives `N` from `M`; with `F`
-/// regions that is `N = M / F`. That `M` is optimal only when each item sets
-/// `k = M / n ln 2` bits, so with a fixed `F` it misses the target (4 features at 1% give
-/// 1.35%). Starting from `M / F`, `N` grows until the partitioned filter's rate
-/// `(1 - e^(-k/N))^F`, which is the shared classic formula at `F` hashes and `F N` bits, meets
-/// `P`.
-pub(crate) fn region_bits_for(items: u64, fpr: f64, features: u32) -> Result<u64, Error> {
-    let m = sizing::optimal_bits(items, fpr)?;
-    let f = u64::from(features);
-    let rate = |n: u64| sizing::false_positive_rate(n.saturating_mul(f), features, items);
-    let mut lo = m.div_ceil(f).max(1);
-    if rate(lo) <= fpr {
-        return Ok(lo);
-    }
-    let mut hi = lo;
-    while rate(hi) > fpr {
-        if hi > u64::MAX / 4 {
-            return Err(Error::InvalidParameters("filter would be too large"));
-        }
-        lo = hi;
-        hi *= 2;
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if rate(mid) <= fpr { hi = mid } else { lo = mid }
-    }
-    Ok(hi)
-}
-
 impl SimilarityFilter {
     /// A builder with the defaults documented on [`Builder`].
     ///
@@ -295,27 +297,27 @@ impl SimilarityFilter {
 
     pub(crate) fn from_parts(
         features: Vec<Arc<dyn Feature>>,
-        region_bits: u64,
+        (region_bits, hashes, sizing): (u64, u32, RegionSizing),
         words: Vec<u64>,
-        key: Option<HashKey>,
+        (key, hash): (Option<HashKey>, FeatureHash),
         expected_items: u64,
         fpr: f64,
         items: u64,
     ) -> Self {
-        let mut keyed = Md5::new();
-        if let Some(key) = key {
-            keyed.update(key.to_bytes());
-        }
         Self {
             features,
             region_bits,
+            hashes,
+            sizing,
             words,
             key,
-            keyed,
+            hash,
+            hasher: ValueHasher::new(hash, key),
             expected_items,
             fpr,
             items,
             scratch: Vec::with_capacity(256),
+            positions: Vec::new(),
         }
     }
 
@@ -326,15 +328,16 @@ impl SimilarityFilter {
     /// See [`SimilarityFilter`].
     pub fn check_and_insert(&mut self, url: &str) -> Verdict {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let mut positions = [0u64; MAX_FEATURES];
+        let mut positions = std::mem::take(&mut self.positions);
         let verdict = self.probe(url, &mut scratch, &mut positions);
-        self.scratch = scratch;
         if verdict.is_new() {
-            for &bit in &positions[..self.features.len()] {
+            for &bit in &positions {
                 self.words[(bit / 64) as usize] |= 1 << (bit % 64);
             }
             self.items += 1;
         }
+        self.scratch = scratch;
+        self.positions = positions;
         verdict
     }
 
@@ -351,22 +354,33 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check(&self, url: &str) -> Verdict {
-        let mut scratch = Vec::with_capacity(128);
-        self.probe(url, &mut scratch, &mut [0u64; MAX_FEATURES])
+        self.probe(url, &mut Vec::with_capacity(128), &mut Vec::new())
     }
 
-    fn probe(&self, url: &str, scratch: &mut Vec<u8>, positions: &mut [u64; 64]) -> Verdict {
+    /// Computes every feature's bit positions into `positions` and which features matched.
+    fn probe(&self, url: &str, scratch: &mut Vec<u8>, positions: &mut Vec<u64>) -> Verdict {
         let parts = UrlParts::parse(url);
+        positions.clear();
         let mut mask = 0u64;
         for (i, feature) in self.features.iter().enumerate() {
             scratch.clear();
             feature.write_value(&parts, scratch);
-            let digest = self.keyed.clone().chain_update(&*scratch).finalize();
-            let value = u128::from_be_bytes(digest.into());
-            // Document 004: the 128-bit MD5 value mod N selects the bit.
-            let bit = i as u64 * self.region_bits + (value % u128::from(self.region_bits)) as u64;
-            positions[i] = bit;
-            mask |= u64::from(self.words[(bit / 64) as usize] >> (bit % 64) & 1) << i;
+            let (bit, halves) = self.hasher.hash(scratch, self.region_bits);
+            let base = i as u64 * self.region_bits;
+            let start = positions.len();
+            if self.hashes == 1 {
+                positions.push(base + bit);
+            } else {
+                positions.extend(
+                    halves
+                        .indexes(self.hashes, self.region_bits)
+                        .map(|bit| base + bit),
+                );
+            }
+            let matched = positions[start..]
+                .iter()
+                .all(|&bit| self.words[(bit / 64) as usize] >> (bit % 64) & 1 == 1);
+            mask |= u64::from(matched) << i;
         }
         let matches = Matches::new(mask, self.features.len());
         if matches.all() {
@@ -411,6 +425,30 @@ impl SimilarityFilter {
     /// ```
     pub fn region_bits(&self) -> u64 {
         self.region_bits
+    }
+
+    /// Bits each feature value sets in its region (1 under [`RegionSizing::Document004`]).
+    ///
+    /// # Examples
+    ///
+    /// See [`RegionSizing`].
+    pub fn hashes(&self) -> u32 {
+        self.hashes
+    }
+
+    /// How the regions were sized.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::{RegionSizing, SimilarityFilter};
+    ///
+    /// let f = SimilarityFilter::builder().build()?;
+    /// assert_eq!(f.region_sizing(), RegionSizing::PerFeature);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn region_sizing(&self) -> RegionSizing {
+        self.sizing
     }
 
     /// Total size in bits.
@@ -477,14 +515,24 @@ impl SimilarityFilter {
         self.items > self.expected_items
     }
 
-    /// The rate of collisions-only "similar" verdicts at `k` distinct values per feature:
-    /// `(1 - e^(-k/N))^F`.
+    /// The probability that one never-seen feature value is taken for seen once `k` distinct
+    /// values filled its region: the classic rate of one region, `(1 - e^(-h k/N))^h` with
+    /// `h` bits per value.
     ///
     /// # Examples
     ///
-    /// See [`Builder`].
+    /// See [`RegionSizing`].
     pub fn expected_false_positive_rate(&self) -> f64 {
-        sizing::false_positive_rate(self.bits(), self.features.len() as u32, self.expected_items)
+        sizing::false_positive_rate(self.region_bits, self.hashes, self.expected_items)
+    }
+
+    /// The hash applied to feature values.
+    ///
+    /// # Examples
+    ///
+    /// See [`FeatureHash`].
+    pub fn feature_hash(&self) -> FeatureHash {
+        self.hash
     }
 
     /// The hash key, or `None` for an unkeyed (document-exact MD5) filter.
@@ -522,9 +570,11 @@ impl fmt::Debug for SimilarityFilter {
         f.debug_struct("SimilarityFilter")
             .field("features", &self.features().collect::<Vec<_>>())
             .field("region_bits", &self.region_bits)
+            .field("hashes", &self.hashes)
             .field("items", &self.items)
             .field("expected_items", &self.expected_items)
             .field("keyed", &self.key.is_some())
+            .field("hash", &self.hash)
             .finish_non_exhaustive()
     }
 }
@@ -533,7 +583,10 @@ impl PartialEq for SimilarityFilter {
     fn eq(&self, other: &Self) -> bool {
         self.features().eq(other.features())
             && self.region_bits == other.region_bits
+            && self.hashes == other.hashes
+            && self.sizing == other.sizing
             && self.key == other.key
+            && self.hash == other.hash
             && self.expected_items == other.expected_items
             && self.fpr.to_bits() == other.fpr.to_bits()
             && self.items == other.items
@@ -543,21 +596,49 @@ impl PartialEq for SimilarityFilter {
 
 #[cfg(test)]
 mod tests {
+    use md5::{Digest as _, Md5};
+
     use super::*;
 
+    fn bit(words: &[u64], i: u64) -> bool {
+        words[(i / 64) as usize] >> (i % 64) & 1 == 1
+    }
+
     #[test]
-    fn region_sizing_meets_the_target_the_document_misses() {
-        let (k, p) = (1_000_000u64, 0.01);
-        let m = sizing::optimal_bits(k, p).unwrap();
-        let document_n = m.div_ceil(4);
-        let document_rate = sizing::false_positive_rate(4 * document_n, 4, k);
-        assert!(document_rate > 0.013, "{document_rate}");
-        let n = region_bits_for(k, p, 4).unwrap();
-        assert!(sizing::false_positive_rate(4 * n, 4, k) <= p);
-        assert!(sizing::false_positive_rate(4 * (n - 1), 4, k) > p);
-        // With the optimal number of regions (7 at 1%), the document's N is within 0.1%
-        // (k = 7 is rounded from 6.64, hence the small correction).
-        let n7 = region_bits_for(k, p, 7).unwrap();
-        assert!(n7 >= m.div_ceil(7) && n7 < m.div_ceil(7) * 1001 / 1000);
+    fn document_layout_is_plain_md5_mod_n_per_region() {
+        let mut f = SimilarityFilter::builder()
+            .expected_items(1_000)
+            .false_positive_rate(0.01)
+            .preset(Preset::Document004)
+            .region_sizing(RegionSizing::Document004)
+            .unkeyed()
+            .build()
+            .unwrap();
+        // M = ceil(-1000 ln 0.01 / ln2^2) = 9586 bits, N = M / 4.
+        assert_eq!(f.region_bits(), 9586_u64.div_ceil(4));
+        f.check_and_insert("http://a.example/news/2024/story.html");
+        let n = f.region_bits();
+        let values: [&[u8]; 4] = [b"a.example", b"4", b"news", b"story.html"];
+        for (i, value) in values.iter().enumerate() {
+            let md5 = u128::from_be_bytes(Md5::digest(value).into());
+            let expected = i as u64 * n + (md5 % u128::from(n)) as u64;
+            assert!(bit(&f.words, expected), "feature {i}");
+        }
+        assert_eq!(f.words.iter().map(|w| w.count_ones()).sum::<u32>(), 4);
+    }
+
+    #[test]
+    fn keyed_filters_use_other_bits() {
+        let build = |key| {
+            let mut f = SimilarityFilter::builder()
+                .expected_items(1_000)
+                .preset(Preset::Document004)
+                .hash_key(HashKey::from_bytes([key; 16]))
+                .build()
+                .unwrap();
+            f.check_and_insert("http://a.example/x");
+            f.words
+        };
+        assert_ne!(build(1), build(2));
     }
 }

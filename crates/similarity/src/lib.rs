@@ -34,31 +34,49 @@
 //!
 //! # Faithful, then better
 //!
-//! [`Preset::Document004`] is exactly the document: four features, each value hashed with MD5
-//! (`md-5`) and reduced mod `N` (the 128-bit digest as a big-endian integer), all four bits set
-//! means similar. [`Builder::unkeyed`] reproduces the document's plain MD5; what the filter
-//! does differently, and why:
+//! [`Preset::Document004`] with [`RegionSizing::Document004`] and [`Builder::unkeyed`] is
+//! exactly the document: four features, each value hashed with plain MD5 (`md-5`) and reduced
+//! mod `N` (the 128-bit digest as a big-endian integer), all four bits set means similar. What
+//! the filter does differently by default, and why:
 //!
 //! * **Keyed MD5 by default.** Plain MD5 positions are public, so anyone can pick URLs that
 //!   set chosen bits and make a crawler skip real pages. A random 16-byte key is absorbed
-//!   before each value (`MD5(key ‖ value)`).
-//! * **Sizing that meets the rate asked for.** The document computes `M = -k ln P / (ln 2)^2`
-//!   bits ([`url_dedup_bloom::sizing::optimal_bits`]) and derives `N` from `M`. With `F` regions
-//!   of `M / F` bits the rate is `(1 - e^(-k/N))^F`, which exceeds `P` whenever `F` is below the
-//!   optimal hash count (4 features at 1% give 1.35%). `N` grows from `M / F` until the shared
-//!   formula [`url_dedup_bloom::sizing::false_positive_rate`] meets `P`.
+//!   before each value (`MD5(key ‖ value)`). [`FeatureHash::SipHash13`] swaps MD5 for the
+//!   workspace's keyed SipHash-1-3, which is faster (see `docs/benchmarks.md`).
+//! * **Regions sized per feature.** The document computes `M = -k ln P / (ln 2)^2` bits
+//!   ([`url_dedup_bloom::sizing::optimal_bits`]), splits them into `F` regions of `N = M / F`
+//!   bits and sets one bit per value; `P` then bounds only URLs whose `F` values are *all*
+//!   new. But a new URL usually shares its site, depth and directory with old ones, and one
+//!   feature alone tells it apart: that value is taken for seen at the region's fill rate,
+//!   `1 - e^(-k/N)` (34% at design load for four features). [`RegionSizing::PerFeature`] (the
+//!   default) makes each region a classic Bloom filter for `k` values at rate `P`
+//!   ([`url_dedup_bloom::sizing::Sizing::classic`]), with the value's bits derived from its
+//!   MD5 by enhanced double hashing ([`url_dedup_bloom::Digest::indexes`]).
+//!   [`RegionSizing::Document004`] keeps the document's layout.
 //! * **A [`Feature`] trait**, so features can be added and any subset chosen, with
 //!   [`builtin`] features beyond the four: query-parameter names, path templates
 //!   (`/item/{int}`), file extension, and [scoping](builtin::Scoped) of any feature to the
 //!   site or directory.
 //! * **[`Preset::Crawler`]**, the recommended preset. Document 004 compares each feature
 //!   against all URLs ever seen, so `https://a.example/news/2.html` counts as similar once
-//!   any site had a depth-3 URL, a `news` directory and a page called `2.html`.
-//!   `docs/similarity.md` measures what that costs on real URL lists.
+//!   any site had a depth-3 URL, a `news` directory and a page called `2.html`: on a real URL
+//!   list 96% of its folds were genuinely different pages. The crawler preset scopes features
+//!   to the site, directory or path and adds query keys, path templates and extensions; it
+//!   folds URLs that differ only in presentation parameters (`?ref=rss`, `?sort=name`).
+//!   `docs/similarity.md` has the measured table, including its memory cost (67 bits per URL
+//!   at 1%, seven regions).
 //! * **Explained verdicts**: [`Verdict`] carries which features matched;
 //!   [`SimilarityFilter::explain`] names them.
 //! * **Snapshots** in the workspace's versioned, checksummed format
 //!   ([`SimilarityFilter::write_to`]), and serde behind the `serde` feature.
+//!
+//! # Cost
+//!
+//! One hash per feature per URL: measured with
+//! `cargo bench -p url-dedup-benches --bench similarity` (`docs/benchmarks.md`), the document's
+//! preset costs 2.5 times a bare `url::Url::parse` of the same URL, the crawler preset 6.2 times
+//! with MD5 and 2.1 times with [`FeatureHash::SipHash13`]. Memory: 9.6 bits per URL for the
+//! document's layout at 1%, 9.6 per feature with per-feature sizing (67 for the crawler preset).
 //!
 //! # Input
 //!
@@ -76,9 +94,11 @@
 pub mod builtin;
 mod error;
 mod feature;
+mod feature_hash;
 mod filter;
 mod persist;
 mod preset;
+mod region_sizing;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod url_parts;
@@ -86,7 +106,9 @@ mod verdict;
 
 pub use error::Error;
 pub use feature::Feature;
+pub use feature_hash::FeatureHash;
 pub use filter::{Builder, MAX_FEATURES, SimilarityFilter};
 pub use preset::Preset;
+pub use region_sizing::RegionSizing;
 pub use url_parts::UrlParts;
 pub use verdict::{Explanation, Matches, Verdict};

@@ -2,9 +2,10 @@
 //! (`url_dedup_bloom::snapshot`, kind [`Kind::SIMILARITY`]).
 //!
 //! Parameter block, little-endian: layout version (`u16`, 1), keyed flag (`u16`), key (16
-//! bytes, zero when unkeyed), region bits `N` (`u64`), expected items `k` (`u64`), rate `P`
-//! (`f64` bits), recorded items (`u64`), feature count (`u16`), then each feature name as a
-//! `u16` length and its UTF-8 bytes. Payload: the `F * N` bits as little-endian words.
+//! bytes, zero when unkeyed), feature hash (`u16`: 0 MD5, 1 SipHash-1-3), region sizing (`u16`: 0 per feature, 1 document 004), region
+//! bits `N` (`u64`), bits per value (`u32`), expected items `k` (`u64`), rate `P` (`f64`
+//! bits), recorded items (`u64`), feature count (`u16`), then each feature name as a `u16`
+//! length and its UTF-8 bytes. Payload: the `F * N` bits as little-endian words.
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -13,7 +14,9 @@ use url_dedup_bloom::HashKey;
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params, SnapshotError};
 
 use crate::filter::{check_feature_count, words_for};
-use crate::{Error, Feature, SimilarityFilter, builtin};
+use url_dedup_bloom::sizing::MAX_HASHES;
+
+use crate::{Error, Feature, FeatureHash, RegionSizing, SimilarityFilter, builtin};
 
 const LAYOUT_VERSION: u16 = 1;
 
@@ -30,12 +33,13 @@ impl SimilarityFilter {
     /// use url_dedup_similarity::SimilarityFilter;
     ///
     /// let mut f = SimilarityFilter::builder().expected_items(1_000).build()?;
-    /// f.check_and_insert("https://a.example/x?id=1");
+    /// f.check_and_insert("https://a.example/x?id=1&ref=rss");
     /// let mut buf = Vec::new();
     /// f.write_to(&mut buf)?;
     /// let back = SimilarityFilter::read_from(&buf[..])?;
     /// assert_eq!(back, f);
-    /// assert!(back.check("https://a.example/x?id=2").is_similar());
+    /// assert!(back.check("https://a.example/x?id=1&ref=atom").is_similar());
+    /// assert!(back.check("https://a.example/x?id=2").is_new());
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn write_to<W: Write>(&self, out: W) -> Result<(), Error> {
@@ -43,7 +47,10 @@ impl SimilarityFilter {
         p.put_u16(LAYOUT_VERSION)
             .put_u16(u16::from(self.key.is_some()))
             .put_bytes(&self.key.map_or([0; 16], HashKey::to_bytes))
+            .put_u16(self.hash.id())
+            .put_u16(self.sizing.id())
             .put_u64(self.region_bits)
+            .put_u32(self.hashes)
             .put_u64(self.expected_items)
             .put_u64(self.fpr.to_bits())
             .put_u64(self.items)
@@ -126,7 +133,10 @@ impl SimilarityFilter {
             _ => return Err(invalid("keyed flag must be 0 or 1")),
         };
         let key = HashKey::from_bytes(p.bytes::<16>()?);
+        let hash = FeatureHash::from_id(p.u16()?).ok_or(invalid("unknown feature hash"))?;
+        let sizing = RegionSizing::from_id(p.u16()?).ok_or(invalid("unknown region sizing"))?;
         let region_bits = p.u64()?;
+        let hashes = p.u32()?;
         let expected_items = p.u64()?;
         let fpr = f64::from_bits(p.u64()?);
         let items = p.u64()?;
@@ -147,6 +157,7 @@ impl SimilarityFilter {
         if !(fpr > 0.0 && fpr < 1.0) || expected_items == 0 {
             return Err(invalid("expected items or rate out of range"));
         }
+        check_hashes(hashes, sizing)?;
         let words = words_for(region_bits, f)?;
         if header.payload_words() != words {
             return Err(invalid("payload length does not match the filter size"));
@@ -174,9 +185,9 @@ impl SimilarityFilter {
         check_padding(&bits, region_bits * u64::from(f))?;
         Ok(Self::from_parts(
             features,
-            region_bits,
+            (region_bits, hashes, sizing),
             bits,
-            keyed.then_some(key),
+            (keyed.then_some(key), hash),
             expected_items,
             fpr,
             items,
@@ -193,6 +204,19 @@ pub(crate) fn check_padding(words: &[u64], bits: u64) -> Result<(), Error> {
             Err(invalid("bits set beyond the end of the filter"))
         }
         _ => Ok(()),
+    }
+}
+
+/// Bits per value must be 1 for the document's layout and within `1..=MAX_HASHES` otherwise.
+pub(crate) fn check_hashes(hashes: u32, sizing: RegionSizing) -> Result<(), Error> {
+    let valid = match sizing {
+        RegionSizing::Document004 => hashes == 1,
+        _ => (1..=MAX_HASHES).contains(&hashes),
+    };
+    if valid {
+        Ok(())
+    } else {
+        Err(invalid("bits per feature value out of range"))
     }
 }
 

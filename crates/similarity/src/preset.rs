@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use crate::Feature;
 use crate::builtin::{
-    Depth, Extension, FirstDirectory, LastPage, LastSegment, PathTemplate, QueryNames, Scope,
-    Scoped, Site,
+    Depth, Extension, FirstDirectory, LastPage, LastSegment, PathTemplate, QueryKey, Scope, Scoped,
+    Site,
 };
 
 /// A named set of features.
@@ -30,9 +30,11 @@ pub enum Preset {
     Document004,
     /// The recommended crawler preset: the document's features scoped to the site, plus what
     /// they miss. A URL is similar only when, on the same site, its directory already had a
-    /// page of this name (`dir:last_segment`), and its query-parameter names, path template
-    /// (`/item/{int}`), depth, first directory and file extension were all seen before. In
-    /// practice it folds URLs that differ only in query values.
+    /// page of this name (`dir:last_segment`), the same path was seen with the same query key
+    /// (`path:query_key`: parameter names, and the values that identify content such as ids,
+    /// page numbers and search terms), and its path template (`/item/{int}`), depth, first
+    /// directory and file extension were all seen before. In practice it folds URLs that
+    /// differ only in presentation parameters (`?ref=rss`, `?sort=name`, `?color=red`).
     #[default]
     Crawler,
 }
@@ -58,7 +60,7 @@ impl Preset {
                 Arc::new(Scoped::new(Scope::Site, Depth)),
                 Arc::new(Scoped::new(Scope::Site, FirstDirectory)),
                 Arc::new(Scoped::new(Scope::Directory, LastSegment)),
-                Arc::new(Scoped::new(Scope::Site, QueryNames)),
+                Arc::new(Scoped::new(Scope::Path, QueryKey::default())),
                 Arc::new(Scoped::new(Scope::Site, PathTemplate)),
                 Arc::new(Scoped::new(Scope::Site, Extension)),
             ],

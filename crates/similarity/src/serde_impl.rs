@@ -9,13 +9,16 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error as _};
 use url_dedup_bloom::HashKey;
 
 use crate::filter::{check_feature_count, words_for};
-use crate::persist::check_padding;
-use crate::{SimilarityFilter, builtin};
+use crate::persist::{check_hashes, check_padding};
+use crate::{FeatureHash, RegionSizing, SimilarityFilter, builtin};
 
 #[derive(Serialize)]
 struct ReprRef<'a> {
     features: Vec<&'a str>,
     region_bits: u64,
+    hashes: u32,
+    sizing: u16,
+    hash: u16,
     key: Option<HashKey>,
     expected_items: u64,
     fpr: f64,
@@ -27,6 +30,9 @@ struct ReprRef<'a> {
 struct Repr {
     features: Vec<String>,
     region_bits: u64,
+    hashes: u32,
+    sizing: u16,
+    hash: u16,
     key: Option<HashKey>,
     expected_items: u64,
     fpr: f64,
@@ -39,6 +45,9 @@ impl Serialize for SimilarityFilter {
         ReprRef {
             features: self.features().collect(),
             region_bits: self.region_bits,
+            hashes: self.hashes,
+            sizing: self.sizing.id(),
+            hash: self.hash.id(),
             key: self.key,
             expected_items: self.expected_items,
             fpr: self.fpr,
@@ -53,6 +62,11 @@ impl<'de> Deserialize<'de> for SimilarityFilter {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let r = Repr::deserialize(deserializer)?;
         let f = check_feature_count(r.features.len()).map_err(D::Error::custom)?;
+        let sizing = RegionSizing::from_id(r.sizing)
+            .ok_or_else(|| D::Error::custom("unknown region sizing"))?;
+        check_hashes(r.hashes, sizing).map_err(D::Error::custom)?;
+        let hash =
+            FeatureHash::from_id(r.hash).ok_or_else(|| D::Error::custom("unknown feature hash"))?;
         let words = words_for(r.region_bits, f).map_err(D::Error::custom)?;
         if r.words.len() as u64 != words {
             return Err(D::Error::custom(
@@ -73,9 +87,9 @@ impl<'de> Deserialize<'de> for SimilarityFilter {
             .collect::<Result<_, _>>()?;
         Ok(Self::from_parts(
             features,
-            r.region_bits,
+            (r.region_bits, r.hashes, sizing),
             r.words,
-            r.key,
+            (r.key, hash),
             r.expected_items,
             r.fpr,
             r.items,

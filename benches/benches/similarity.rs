@@ -1,0 +1,89 @@
+//! Similarity filter `check_and_insert` per preset and region sizing, beside a bare
+//! `url::Url::parse` of the same URLs (the floor of any filter that parses its input) and an
+//! exact classic Bloom filter `check_and_insert`, in the same run.
+//!
+//! ```sh
+//! cargo bench -p url-dedup-benches --bench similarity -- --warm-up-time 1 --measurement-time 3
+//! ```
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use url_dedup_bloom::BloomFilter;
+use url_dedup_similarity::{FeatureHash, Preset, RegionSizing, SimilarityFilter};
+
+const URLS: usize = 100_000;
+const BATCH: usize = 1_000;
+
+fn bench(c: &mut Criterion) {
+    let urls = url_dedup_benches::urls(URLS, 11);
+    let mut group = c.benchmark_group("similarity/check_and_insert");
+    group.throughput(Throughput::Elements(BATCH as u64));
+
+    // Each iteration handles the next 1,000 URLs of a 100,000-URL list, cycling, so the
+    // filters see a mix of new and already-recorded URLs as in a crawl.
+    let mut run = |name: &str, mut op: Box<dyn FnMut(&str) -> bool>| {
+        let mut next = 0usize;
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                for _ in 0..BATCH {
+                    black_box(op(black_box(&urls[next])));
+                    next = (next + 1) % URLS;
+                }
+            });
+        });
+    };
+    run(
+        "url::Url::parse (floor)",
+        Box::new(|u| url::Url::parse(u).is_ok()),
+    );
+    let mut exact = BloomFilter::builder()
+        .expected_items(URLS as u64)
+        .false_positive_rate(0.01)
+        .build()
+        .expect("valid sizing");
+    run(
+        "exact BloomFilter (SipHash-1-3)",
+        Box::new(move |u| exact.check_and_insert(u)),
+    );
+    for (name, preset, sizing, hash) in [
+        (
+            "Document004, document sizing",
+            Preset::Document004,
+            RegionSizing::Document004,
+            FeatureHash::Md5,
+        ),
+        (
+            "Document004, per-feature sizing",
+            Preset::Document004,
+            RegionSizing::PerFeature,
+            FeatureHash::Md5,
+        ),
+        (
+            "Crawler, per-feature sizing",
+            Preset::Crawler,
+            RegionSizing::PerFeature,
+            FeatureHash::Md5,
+        ),
+        (
+            "Crawler, per-feature sizing, SipHash-1-3",
+            Preset::Crawler,
+            RegionSizing::PerFeature,
+            FeatureHash::SipHash13,
+        ),
+    ] {
+        let mut filter = SimilarityFilter::builder()
+            .expected_items(URLS as u64)
+            .false_positive_rate(0.01)
+            .preset(preset)
+            .region_sizing(sizing)
+            .feature_hash(hash)
+            .build()
+            .expect("valid sizing");
+        run(name, Box::new(move |u| filter.check_and_insert(u).is_new()));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,214 @@
+//! What a filter must offer to be a shard of a [`ShardedFilter`](crate::ShardedFilter).
+
+use url_dedup_bloom::hash::{Digest, HashKey, ItemHasher};
+use url_dedup_bloom::sizing::Sizing;
+use url_dedup_bloom::{AtomicBloomFilter, BloomFilter, Error as BloomError};
+
+/// A deduplication filter that can live in one virtual node and travel with it.
+///
+/// Deliberately small: create an empty shard from parameters, answer by [`Digest`] (the
+/// sharded filter hashes each URL once), and turn into bytes and back. The classic filters of
+/// `url-dedup-bloom` implement it here; the segmented filter (`url-dedup-segmented`) implements
+/// it the same way in a few lines.
+///
+/// **Contract on digests.** Every digest a shard sees has the same low `log2 N` bits of `h1`
+/// (they chose its virtual node). A shard must derive positions from the high bits of `h1`
+/// (multiply-shift, as [`url_dedup_bloom::hash::reduce`] does) or from `h2`, never from the low
+/// bits of `h1` alone.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_partition::{BloomShardParams, Shard};
+/// use url_dedup_bloom::{BloomFilter, hash::HashKey};
+///
+/// let params = BloomShardParams::new(1_000, 0.01, HashKey::from_bytes([1; 16]));
+/// let mut shard: BloomFilter = Shard::create(&params)?;
+/// let d = shard.hash("https://example.com/");
+/// assert!(Shard::check_and_insert_digest(&mut shard, d));
+/// let moved: BloomFilter = Shard::import(&Shard::export(&shard)?, &params)?;
+/// assert!(Shard::contains_digest(&moved, d));
+/// # Ok::<(), url_dedup_bloom::Error>(())
+/// ```
+pub trait Shard: Sized {
+    /// Everything needed to create an empty shard; the same in every process of a cluster.
+    type Params: Clone + std::fmt::Debug;
+    /// The shard's error type.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// An empty shard.
+    ///
+    /// # Errors
+    ///
+    /// When the parameters are invalid or memory cannot be allocated.
+    fn create(params: &Self::Params) -> Result<Self, Self::Error>;
+
+    /// Records the item; `true` if it was new.
+    fn check_and_insert_digest(&mut self, digest: Digest) -> bool;
+
+    /// Whether the item may have been recorded.
+    fn contains_digest(&self, digest: Digest) -> bool;
+
+    /// The shard as self-describing, checksummed bytes.
+    ///
+    /// # Errors
+    ///
+    /// When the shard's storage cannot be read.
+    fn export(&self) -> Result<Vec<u8>, Self::Error>;
+
+    /// A shard from [`export`](Self::export)ed bytes.
+    ///
+    /// # Errors
+    ///
+    /// When the bytes are damaged or describe a shard built with other parameters; the error
+    /// names the problem and nothing is imported.
+    fn import(bytes: &[u8], params: &Self::Params) -> Result<Self, Self::Error>;
+}
+
+/// Parameters of a classic Bloom filter shard: expected URLs per shard, target rate, key.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_partition::BloomShardParams;
+/// use url_dedup_bloom::hash::HashKey;
+///
+/// // 10 million URLs over 16384 virtual nodes at 1%.
+/// let p = BloomShardParams::for_total(10_000_000, 16384, 0.01, HashKey::from_bytes([0; 16]));
+/// assert_eq!(p.expected_items, 611);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct BloomShardParams {
+    /// URLs each shard is sized for.
+    pub expected_items: u64,
+    /// Target false-positive rate at that load.
+    pub false_positive_rate: f64,
+    /// Hash key of the shards (shared by the cluster).
+    pub key: HashKey,
+}
+
+impl BloomShardParams {
+    /// Explicit per-shard parameters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_partition::BloomShardParams;
+    /// use url_dedup_bloom::hash::HashKey;
+    ///
+    /// let p = BloomShardParams::new(500, 0.001, HashKey::from_bytes([0; 16]));
+    /// assert_eq!(p.expected_items, 500);
+    /// ```
+    pub fn new(expected_items: u64, false_positive_rate: f64, key: HashKey) -> Self {
+        Self {
+            expected_items,
+            false_positive_rate,
+            key,
+        }
+    }
+
+    /// Parameters for `total` URLs spread over `virtual_nodes` shards (rounded up, at least 1).
+    ///
+    /// # Examples
+    ///
+    /// See [`BloomShardParams`].
+    pub fn for_total(
+        total: u64,
+        virtual_nodes: u32,
+        false_positive_rate: f64,
+        key: HashKey,
+    ) -> Self {
+        Self::new(
+            total.div_ceil(u64::from(virtual_nodes.max(1))).max(1),
+            false_positive_rate,
+            key,
+        )
+    }
+
+    fn check(
+        &self,
+        expected_items: u64,
+        bits: u64,
+        hashes: u32,
+        key: HashKey,
+    ) -> Result<(), BloomError> {
+        let sizing = Sizing::classic(self.expected_items, self.false_positive_rate)?;
+        if expected_items != self.expected_items
+            || bits != sizing.bits
+            || hashes != sizing.hashes
+            || key != self.key
+        {
+            return Err(BloomError::Incompatible(
+                "shard was built with other parameters than this filter's",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<H: ItemHasher> Shard for BloomFilter<H> {
+    type Params = BloomShardParams;
+    type Error = BloomError;
+
+    fn create(p: &BloomShardParams) -> Result<Self, BloomError> {
+        BloomFilter::builder()
+            .expected_items(p.expected_items)
+            .false_positive_rate(p.false_positive_rate)
+            .hasher(H::from_key(p.key))
+            .build()
+    }
+
+    #[inline]
+    fn check_and_insert_digest(&mut self, digest: Digest) -> bool {
+        BloomFilter::check_and_insert_digest(self, digest)
+    }
+
+    #[inline]
+    fn contains_digest(&self, digest: Digest) -> bool {
+        BloomFilter::contains_digest(self, digest)
+    }
+
+    fn export(&self) -> Result<Vec<u8>, BloomError> {
+        Ok(self.to_bytes())
+    }
+
+    fn import(bytes: &[u8], p: &BloomShardParams) -> Result<Self, BloomError> {
+        let f = BloomFilter::<H>::from_bytes(bytes)?;
+        p.check(f.expected_items(), f.bits(), f.hashes(), f.key())?;
+        Ok(f)
+    }
+}
+
+impl<H: ItemHasher> Shard for AtomicBloomFilter<H> {
+    type Params = BloomShardParams;
+    type Error = BloomError;
+
+    fn create(p: &BloomShardParams) -> Result<Self, BloomError> {
+        BloomFilter::builder()
+            .expected_items(p.expected_items)
+            .false_positive_rate(p.false_positive_rate)
+            .hasher(H::from_key(p.key))
+            .build_atomic()
+    }
+
+    #[inline]
+    fn check_and_insert_digest(&mut self, digest: Digest) -> bool {
+        AtomicBloomFilter::check_and_insert_digest(self, digest)
+    }
+
+    #[inline]
+    fn contains_digest(&self, digest: Digest) -> bool {
+        AtomicBloomFilter::contains_digest(self, digest)
+    }
+
+    fn export(&self) -> Result<Vec<u8>, BloomError> {
+        Ok(self.to_bytes())
+    }
+
+    fn import(bytes: &[u8], p: &BloomShardParams) -> Result<Self, BloomError> {
+        let f = AtomicBloomFilter::<H>::read_from(bytes)?;
+        p.check(f.expected_items(), f.bits(), f.hashes(), f.key())?;
+        Ok(f)
+    }
+}

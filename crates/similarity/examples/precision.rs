@@ -1,0 +1,369 @@
+//! Measures how many URLs each preset folds, and how many of those were genuinely different
+//! pages, on a real URL list and on a generated site with known near-duplicates. Prints the
+//! tables of `docs/similarity.md`.
+//!
+//! ```sh
+//! cargo run --release -p url-dedup-similarity --example precision
+//! cargo run --release -p url-dedup-similarity --example precision -- my-urls.txt
+//! ```
+//!
+//! Pipeline, as a crawler would run it: canonicalize (default policy), drop exact duplicates
+//! of an earlier canonical URL, then ask the similarity filter. A fold is *right* when the
+//! same page came earlier, *wrong* when the page is genuinely different from every earlier
+//! one. On the generated site the page behind each URL is known. On the real list it is
+//! approximated by a stricter canonical form (also folding `www.`, `http`/`https` and trailing
+//! slashes): two URLs equal under it are counted as the same page, which can only make the
+//! wrong-fold count smaller than the truth.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use std::sync::Arc;
+use url_dedup_bloom::HashKey;
+use url_dedup_canon::{Canonicalizer, Policy, TrailingSlash};
+
+use url_dedup_similarity::{Feature, FeatureHash, Preset, RegionSizing, SimilarityFilter, builtin};
+
+/// Features, region sizing, feature hash, and whether the hash is keyed.
+type Config = (Vec<Arc<dyn Feature>>, RegionSizing, FeatureHash, bool);
+
+/// One URL and the page it leads to.
+struct Link {
+    url: String,
+    page: String,
+}
+
+#[derive(Default)]
+struct Tally {
+    checked: u64,
+    folded: u64,
+    wrong: u64,
+    near_duplicates: u64,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (path, shown) = match std::env::args().nth(1) {
+        Some(arg) => (PathBuf::from(&arg), arg),
+        None => (
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/real-urls.txt"),
+            "crates/similarity/data/real-urls.txt".to_owned(),
+        ),
+    };
+    let text = std::fs::read_to_string(&path)?;
+    let strict = {
+        let mut p = Policy::default();
+        p.fold_www = true;
+        p.fold_scheme = true;
+        p.trailing_slash = TrailingSlash::Remove;
+        Canonicalizer::new(p)
+    };
+    let real: Vec<Link> = text
+        .lines()
+        .map(|line| Link {
+            url: line.to_owned(),
+            page: strict
+                .canonicalize(line)
+                .map_or_else(|_| line.to_owned(), |c| c.into_owned()),
+        })
+        .collect();
+    println!("### Real URL list: `{shown}`\n");
+    report(&real);
+    println!("\n### Generated site with known near-duplicates\n");
+    report(&generated_site());
+    Ok(())
+}
+
+fn report(links: &[Link]) {
+    let canon = Canonicalizer::default();
+    let mut seen_canonical = HashSet::new();
+    let mut rejected = 0u64;
+    let mut exact = 0u64;
+    let mut stream = Vec::new();
+    for link in links {
+        match canon.canonicalize(&link.url) {
+            Err(_) => rejected += 1,
+            Ok(c) => {
+                if seen_canonical.insert(c.clone().into_owned()) {
+                    stream.push((c.into_owned(), &link.page));
+                } else {
+                    exact += 1;
+                }
+            }
+        }
+    }
+    println!(
+        "{} URLs: {} rejected by the canonicalizer, {} exact duplicates once canonical, {} \
+         reach the similarity filter.\n",
+        links.len(),
+        rejected,
+        exact,
+        stream.len()
+    );
+    println!(
+        "| filter | URLs checked | near-duplicates among them | folded | folded, same page (right) \
+         | folded, different page (wrong) | near-duplicates missed | bits/URL |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let k = stream.len().max(1) as u64;
+    let lean: Vec<Arc<dyn Feature>> = vec![
+        Arc::new(builtin::Site),
+        Arc::new(builtin::Scoped::new(
+            builtin::Scope::Path,
+            builtin::QueryKey::default(),
+        )),
+    ];
+    let rows: Vec<(&str, Option<Config>)> = vec![
+        ("exact only (no similarity filter)", None),
+        (
+            "`Document004`, document sizing, plain MD5 (the patent as written)",
+            Some((
+                Preset::Document004.features(),
+                RegionSizing::Document004,
+                FeatureHash::Md5,
+                false,
+            )),
+        ),
+        (
+            "`Document004`, per-feature sizing",
+            Some((
+                Preset::Document004.features(),
+                RegionSizing::PerFeature,
+                FeatureHash::Md5,
+                true,
+            )),
+        ),
+        (
+            "`Crawler`, document sizing",
+            Some((
+                Preset::Crawler.features(),
+                RegionSizing::Document004,
+                FeatureHash::Md5,
+                true,
+            )),
+        ),
+        (
+            "`Crawler`, per-feature sizing (the default)",
+            Some((
+                Preset::Crawler.features(),
+                RegionSizing::PerFeature,
+                FeatureHash::Md5,
+                true,
+            )),
+        ),
+        (
+            "`Crawler`, per-feature sizing, SipHash-1-3",
+            Some((
+                Preset::Crawler.features(),
+                RegionSizing::PerFeature,
+                FeatureHash::SipHash13,
+                true,
+            )),
+        ),
+        (
+            "custom: `site` + `path:query_key` only",
+            Some((lean, RegionSizing::PerFeature, FeatureHash::Md5, true)),
+        ),
+    ];
+    for (name, config) in rows {
+        let crawler = name.contains("the default");
+        let mut filter = config.map(|(features, sizing, hash, keyed)| {
+            let b = SimilarityFilter::builder()
+                .expected_items(k)
+                .false_positive_rate(0.01)
+                .features(features)
+                .region_sizing(sizing)
+                .feature_hash(hash);
+            let b = if keyed {
+                b.hash_key(HashKey::from_bytes(*b"precision-tables"))
+            } else {
+                b.unkeyed()
+            };
+            b.build().expect("valid sizing")
+        });
+        let mut pages = HashSet::new();
+        let mut t = Tally::default();
+        for (url, page) in &stream {
+            let same_page = !pages.insert(page.as_str());
+            t.checked += 1;
+            t.near_duplicates += u64::from(same_page);
+            let similar = filter
+                .as_mut()
+                .is_some_and(|f| f.check_and_insert(url).is_similar());
+            if similar {
+                t.folded += 1;
+                t.wrong += u64::from(!same_page);
+            }
+            if std::env::var_os("PRECISION_DEBUG").is_some() && crawler {
+                if similar && !same_page {
+                    eprintln!("wrong fold: {url}");
+                } else if !similar && same_page {
+                    eprintln!("missed: {url}");
+                }
+            }
+        }
+        let right = t.folded - t.wrong;
+        let bits = filter.as_ref().map_or("—".to_owned(), |f| {
+            format!("{:.1}", f.bits() as f64 / k as f64)
+        });
+        println!(
+            "| {name} | {} | {} | {} | {right} | {} ({:.1}% of folds) | {} | {bits} |",
+            t.checked,
+            t.near_duplicates,
+            t.folded,
+            t.wrong,
+            100.0 * t.wrong as f64 / t.folded.max(1) as f64,
+            t.near_duplicates - right,
+        );
+    }
+}
+
+/// Forty sites of four kinds. Every URL carries the page it leads to; variants of one page
+/// are the near-duplicates a similarity filter should fold, everything else is a different
+/// page it must not fold. Deterministic.
+fn generated_site() -> Vec<Link> {
+    let mut rng = SplitMix(0x5eed);
+    let mut links = Vec::new();
+    let add = |links: &mut Vec<Link>, url: String, page: String| links.push(Link { url, page });
+    for s in 0..40u64 {
+        match s % 4 {
+            0 => {
+                let host = format!("https://news{s}.example");
+                for id in 0..300 {
+                    let (year, month) = (2015 + id / 60, 1 + id % 12);
+                    let base = format!("{host}/news/{year}/{month:02}/story-{id}.html");
+                    let page = format!("news{s}/{id}");
+                    add(&mut links, base.clone(), page.clone());
+                    for v in [
+                        "?ref=rss",
+                        "?ref=home",
+                        "?share=x",
+                        "?amp=1",
+                        "?utm_source=feed",
+                    ] {
+                        if rng.chance(0.3) {
+                            add(&mut links, format!("{base}{v}"), page.clone());
+                        }
+                    }
+                    if id % 5 == 0 {
+                        add(&mut links, format!("{base}?page=2"), format!("{page}/p2"));
+                    }
+                }
+            }
+            1 => {
+                let host = format!("https://shop{s}.example");
+                for id in 0..400 {
+                    let base = format!("{host}/item/{id}");
+                    let page = format!("shop{s}/{id}");
+                    add(&mut links, base.clone(), page.clone());
+                    for v in [
+                        "?color=red",
+                        "?color=blue",
+                        "?ref=search",
+                        "?sessionkey=9f8e7d",
+                    ] {
+                        if rng.chance(0.3) {
+                            add(&mut links, format!("{base}{v}"), page.clone());
+                        }
+                    }
+                }
+                for c in 0..20 {
+                    for p in 1..6 {
+                        let page = format!("shop{s}/cat{c}/{p}");
+                        for sort in ["price", "name", "new"] {
+                            if sort == "price" || rng.chance(0.4) {
+                                add(
+                                    &mut links,
+                                    format!("{host}/category/{c}?page={p}&sort={sort}"),
+                                    page.clone(),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            2 => {
+                let host = format!("https://forum{s}.example");
+                for id in 0..300 {
+                    let base = format!("{host}/thread/{id}");
+                    let page = format!("forum{s}/{id}");
+                    add(&mut links, base.clone(), page.clone());
+                    if rng.chance(0.4) {
+                        add(&mut links, format!("{base}?highlight=rust"), page.clone());
+                    }
+                    for p in 2..(2 + rng.below(3)) {
+                        add(
+                            &mut links,
+                            format!("{base}?page={p}"),
+                            format!("{page}/p{p}"),
+                        );
+                    }
+                }
+                for m in 0..150 {
+                    add(
+                        &mut links,
+                        format!("{host}/member/{m}"),
+                        format!("forum{s}/m{m}"),
+                    );
+                }
+            }
+            _ => {
+                let host = format!("https://wiki{s}.example");
+                const WORDS: [&str; 12] = [
+                    "Rust", "Bloom", "Filter", "Crawler", "Hash", "Graph", "Tree", "Queue",
+                    "Index", "Cache", "Page", "Link",
+                ];
+                for id in 0..300u64 {
+                    let title = format!(
+                        "{}_{}_{id}",
+                        WORDS[(id % 12) as usize],
+                        WORDS[(id / 12 % 12) as usize]
+                    );
+                    let base = format!("{host}/wiki/{title}");
+                    let page = format!("wiki{s}/{title}");
+                    add(&mut links, base.clone(), page.clone());
+                    if rng.chance(0.3) {
+                        add(&mut links, format!("{base}?action=view"), page.clone());
+                    }
+                    if rng.chance(0.3) {
+                        let rev = 1000 + rng.below(9000);
+                        add(
+                            &mut links,
+                            format!("{base}?oldid={rev}"),
+                            format!("{page}@{rev}"),
+                        );
+                    }
+                }
+                for w in WORDS {
+                    add(
+                        &mut links,
+                        format!("{host}/wiki/Special:Search?search={w}"),
+                        format!("wiki{s}/search/{w}"),
+                    );
+                }
+            }
+        }
+    }
+    // A crawl meets links in no particular order.
+    for i in (1..links.len()).rev() {
+        links.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    links
+}
+
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        ((self.next() >> 11) as f64 / ((1u64 << 53) as f64)) < p
+    }
+}

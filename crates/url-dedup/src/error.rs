@@ -1,0 +1,38 @@
+/// Errors from building a [`UrlDedup`](crate::UrlDedup), checking URLs, and snapshots.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup::{Error, UrlDedup};
+///
+/// let dedup = UrlDedup::builder().expected_urls(10).build()?;
+/// let err = dedup.check_and_insert("/relative/path").unwrap_err();
+/// assert!(matches!(err, Error::InvalidUrl(_)));
+/// # Ok::<(), url_dedup::Error>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input is not an absolute http(s) URL the canonicalizer accepts.
+    #[error("invalid URL: {0}")]
+    InvalidUrl(#[from] url_dedup_canon::CanonError),
+    /// The exact filter could not be built, combined or restored.
+    #[error(transparent)]
+    Filter(#[from] url_dedup_bloom::Error),
+    /// The similarity filter could not be built or restored.
+    #[cfg(feature = "similarity")]
+    #[error(transparent)]
+    Similarity(#[from] url_dedup_similarity::Error),
+    /// A state snapshot is malformed or does not match this configuration.
+    #[error("state snapshot: {0}")]
+    Snapshot(#[from] url_dedup_bloom::snapshot::SnapshotError),
+    /// A state snapshot holds components this configuration does not have, or lacks some.
+    #[error("state snapshot does not match the configuration: {0}")]
+    StateMismatch(&'static str),
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Self::Snapshot(url_dedup_bloom::snapshot::SnapshotError::Io(e))
+    }
+}

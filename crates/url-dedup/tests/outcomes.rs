@@ -1,0 +1,188 @@
+//! The facade's behaviour as a crawler relies on it: one verdict per URL, stable across
+//! threads and across a snapshot.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use url_dedup::bloom::HashKey;
+use url_dedup::similarity::Preset;
+use url_dedup::{Error, Outcome, UrlDedup};
+
+#[test]
+fn spellings_of_one_page_are_duplicates() {
+    let d = UrlDedup::builder().expected_urls(1_000).build().unwrap();
+    assert_eq!(
+        d.check_and_insert("https://example.com/a/b?x=1&y=2")
+            .unwrap(),
+        Outcome::New
+    );
+    for same in [
+        "HTTPS://EXAMPLE.COM/a/b?x=1&y=2",
+        "https://example.com:443/a/./b?x=1&y=2",
+        "https://example.com/a/c/../b?y=2&x=1",
+        "https://example.com/a/b?x=1&y=2#section",
+        "https://example.com/a/b?x=1&y=2&utm_source=feed",
+        "https://example.com/%61/b?x=1&y=2",
+    ] {
+        assert_eq!(
+            d.check_and_insert(same).unwrap(),
+            Outcome::Duplicate,
+            "{same}"
+        );
+    }
+    assert_eq!(
+        d.check_and_insert("https://example.com/a/b?x=1").unwrap(),
+        Outcome::New
+    );
+}
+
+#[test]
+fn invalid_urls_are_errors_and_record_nothing() {
+    let d = UrlDedup::builder().expected_urls(1_000).build().unwrap();
+    for bad in [
+        "",
+        "relative/path",
+        "ftp://example.com/",
+        "javascript:alert(1)",
+        "http://",
+    ] {
+        assert!(
+            matches!(d.check_and_insert(bad), Err(Error::InvalidUrl(_))),
+            "{bad:?}"
+        );
+    }
+    assert!(d.estimated_urls() < 0.5);
+}
+
+#[test]
+fn similar_urls_are_folded_and_explained() {
+    let d = UrlDedup::builder()
+        .expected_urls(1_000)
+        .similarity(Preset::Crawler)
+        .build()
+        .unwrap();
+    assert!(
+        d.check_and_insert("https://shop.example/list?sort=price&view=grid")
+            .unwrap()
+            .is_new()
+    );
+    let Outcome::Similar(why) = d
+        .check_and_insert("https://shop.example/list?sort=name&view=list")
+        .unwrap()
+    else {
+        panic!("expected similar");
+    };
+    assert!(why.features().count() > 0);
+    // Recorded as seen: the same URL again is an exact duplicate now.
+    assert_eq!(
+        d.check_and_insert("https://shop.example/list?sort=name&view=list")
+            .unwrap(),
+        Outcome::Duplicate
+    );
+    // A different template on the same site is new.
+    assert!(
+        d.check_and_insert("https://shop.example/item/17")
+            .unwrap()
+            .is_new()
+    );
+}
+
+#[test]
+fn concurrent_callers_share_one_state() {
+    let d = Arc::new(UrlDedup::builder().expected_urls(100_000).build().unwrap());
+    let handles: Vec<_> = (0..2)
+        .map(|t| {
+            let d = Arc::clone(&d);
+            std::thread::spawn(move || {
+                (0..20_000)
+                    .filter(|i| {
+                        let url = format!("https://example.com/{}", (i * 7 + t) % 30_000);
+                        d.check_and_insert(&url).unwrap().is_new()
+                    })
+                    .count()
+            })
+        })
+        .collect();
+    let admitted: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    // 40,000 checks over 30,000 distinct URLs: each admitted at least once (no lost URL) and,
+    // with the classic atomic filter, rarely twice under a race.
+    let distinct: std::collections::HashSet<usize> = (0..2)
+        .flat_map(|t| (0..20_000).map(move |i| (i * 7 + t) % 30_000))
+        .collect();
+    let distinct = distinct.len();
+    assert!(
+        admitted + 100 >= distinct,
+        "{admitted} admitted of {distinct}"
+    );
+    assert!(
+        admitted <= distinct + 100,
+        "{admitted} admitted of {distinct}"
+    );
+}
+
+#[test]
+fn state_round_trip_keeps_every_url() {
+    let d = UrlDedup::builder()
+        .expected_urls(10_000)
+        .similarity(Preset::Document004)
+        .hash_key(HashKey::from_bytes([9; 16]))
+        .build()
+        .unwrap();
+    let urls: Vec<String> = (0..2_000)
+        .map(|i| format!("https://site{}.example/p/{i}", i % 13))
+        .collect();
+    for u in &urls {
+        d.check_and_insert(u).unwrap();
+    }
+    let mut state = Vec::new();
+    d.write_to(&mut state).unwrap();
+
+    let r = UrlDedup::builder()
+        .similarity(Preset::Document004)
+        .restore(&state[..])
+        .unwrap();
+    for u in &urls {
+        assert_eq!(r.check_and_insert(u).unwrap(), Outcome::Duplicate, "{u}");
+    }
+    // Asking for the wrong components is a clear error, not a silently different filter.
+    assert!(matches!(
+        UrlDedup::builder().restore(&state[..]),
+        Err(Error::StateMismatch(_))
+    ));
+    // Damage anywhere is detected.
+    for pos in (0..state.len()).step_by(state.len() / 50 + 1) {
+        let mut bad = state.clone();
+        bad[pos] ^= 0x55;
+        assert!(
+            UrlDedup::builder()
+                .similarity(Preset::Document004)
+                .restore(&bad[..])
+                .is_err(),
+            "flip at {pos}"
+        );
+    }
+}
+
+proptest! {
+    #[test]
+    fn never_panics_and_errors_record_nothing(input in ".{0,200}") {
+        let d = UrlDedup::builder().expected_urls(100).build().unwrap();
+        match d.check_and_insert(&input) {
+            Ok(first) => {
+                prop_assert!(first.is_new());
+                prop_assert_eq!(d.check_and_insert(&input).unwrap(), Outcome::Duplicate);
+            }
+            Err(_) => prop_assert!(d.estimated_urls() < 0.5),
+        }
+    }
+
+    #[test]
+    fn batch_equals_sequential(urls in prop::collection::vec("https://[a-c]\\.example/[a-d]{0,3}(\\?[a-c]=[0-9])?", 0..50)) {
+        let key = HashKey::from_bytes([1; 16]);
+        let a = UrlDedup::builder().hash_key(key).build().unwrap();
+        let b = UrlDedup::builder().hash_key(key).build().unwrap();
+        let batch: Vec<_> = a.check_and_insert_batch(&urls).into_iter().map(|r| r.unwrap()).collect();
+        let seq: Vec<_> = urls.iter().map(|u| b.check_and_insert(u).unwrap()).collect();
+        prop_assert_eq!(batch, seq);
+    }
+}
