@@ -149,6 +149,8 @@ fn used_memory(conn: &mut Connection) -> u64 {
 
 struct Run {
     elapsed: Duration,
+    /// Redis's own CPU time (user + system) during the run: parsing, commands, replies.
+    redis_cpu: Duration,
     bytes: u64,
     admitted: usize,
 }
@@ -163,6 +165,7 @@ fn run_once(
     let mut admin = connect(url);
     redis::cmd("FLUSHALL").exec(&mut admin).expect("FLUSHALL");
     let before = used_memory(&mut admin);
+    let cpu_before = redis_cpu(&mut admin);
     let mut methods: Vec<Box<dyn Method>> = (0..clients)
         .map(|_| factory(url, urls.len() as u64))
         .collect();
@@ -187,15 +190,30 @@ fn run_once(
         handles.into_iter().map(|h| h.join().expect("client")).sum()
     });
     let elapsed = start.elapsed();
+    let redis_cpu = redis_cpu(&mut admin).saturating_sub(cpu_before);
     // Client buffers are not the filter: close the clients before measuring.
     drop(methods);
     std::thread::sleep(Duration::from_millis(50));
     let after = used_memory(&mut admin);
     Run {
         elapsed,
+        redis_cpu,
         bytes: after.saturating_sub(before),
         admitted,
     }
+}
+
+fn redis_cpu(conn: &mut Connection) -> Duration {
+    let info: String = redis::cmd("INFO").arg("cpu").query(conn).expect("INFO");
+    let seconds: f64 = info
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("used_cpu_user:")
+                .or_else(|| l.strip_prefix("used_cpu_sys:"))
+        })
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum();
+    Duration::from_secs_f64(seconds)
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -266,8 +284,8 @@ fn main() {
     );
     println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}\n");
     println!(
-        "{:<22} {:>7} {:>6} {:>12} {:>10} {:>10}",
-        "method", "clients", "batch", "URLs/s", "B/URL", "admitted"
+        "{:<22} {:>7} {:>6} {:>12} {:>10} {:>10} {:>14}",
+        "method", "clients", "batch", "URLs/s", "B/URL", "admitted", "redis us/URL"
     );
     let clients_list: Vec<usize> = std::env::var("URL_DEDUP_BENCH_CLIENTS")
         .ok()
@@ -275,24 +293,34 @@ fn main() {
         .unwrap_or_else(|| vec![1, 4]);
     for &clients in &clients_list {
         for batch in [100, 1_000] {
-            for (name, factory) in &methods {
-                let mut results: Vec<Run> = (0..runs)
-                    .map(|_| run_once(&server.url(), factory.as_ref(), &urls, clients, batch))
-                    .collect();
-                results.sort_by_key(|r| r.elapsed);
-                let median = &results[results.len() / 2];
+            // Runs alternate between methods, so a burst of load from other processes on a
+            // shared machine hits every method alike; the first round only warms Redis up.
+            let mut results: Vec<Vec<Run>> = methods.iter().map(|_| Vec::new()).collect();
+            for round in 0..=runs {
+                for ((_, factory), times) in methods.iter().zip(&mut results) {
+                    let run = run_once(&server.url(), factory.as_ref(), &urls, clients, batch);
+                    if round > 0 {
+                        times.push(run);
+                    }
+                }
+            }
+            for ((name, _), mut times) in methods.iter().zip(results) {
+                times.sort_by_key(|r| r.elapsed);
+                let median = &times[times.len() / 2];
                 println!(
-                    "{:<22} {:>7} {:>6} {:>12.0} {:>10.2} {:>10}",
+                    "{:<22} {:>7} {:>6} {:>12.0} {:>10.2} {:>10} {:>14.2}",
                     name,
                     clients,
                     batch,
                     n as f64 / median.elapsed.as_secs_f64(),
                     median.bytes as f64 / n as f64,
                     median.admitted,
+                    median.redis_cpu.as_secs_f64() * 1e6 / n as f64,
                 );
             }
         }
     }
+    design_load(&server.url(), key);
     let mut admin = connect(&server.url());
     let info: String = redis::cmd("INFO")
         .arg("memory")
@@ -361,4 +389,34 @@ fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
         ("ours: bitfield/key", Box::new(factory(WriteMode::Bitfield))),
         ("ours: optimistic", Box::new(factory(WriteMode::Optimistic))),
     ]
+}
+
+/// Our filter's memory at design load for larger crawls: its strings are allocated in full
+/// when the filter is created, so creating it measures what it will hold.
+fn design_load(url: &str, key: HashKey) {
+    println!("\nours at design load, 1% FPR (memory is allocated up front):");
+    for items in [1_000_000u64, 10_000_000] {
+        let mut admin = connect(url);
+        redis::cmd("FLUSHALL").exec(&mut admin).expect("FLUSHALL");
+        let before = used_memory(&mut admin);
+        let layout = RedisSegmentStore::layout_for(items, FPR).expect("layout");
+        let filter = RedisSegmentStore::create_filter(
+            url,
+            StoreOptions::new("design"),
+            layout,
+            SipHash13::new(key),
+            items,
+        )
+        .expect("create");
+        drop(filter);
+        let after = used_memory(&mut admin);
+        println!(
+            "  {items:>10} URLs: k = {}, {} segments of {} bits, {:.3} bytes/URL in Redis, expected FPR {:.4}",
+            layout.hashes(),
+            layout.segments(),
+            layout.segment_bits(),
+            (after - before) as f64 / items as f64,
+            layout.false_positive_rate(items),
+        );
+    }
 }

@@ -103,4 +103,13 @@ pub enum Error {
 }
 
 /// Results of this crate.
+///
+/// # Examples
+///
+/// ```
+/// fn check(name: &str) -> url_dedup_redis::Result<url_dedup_redis::WorkerId> {
+///     url_dedup_redis::WorkerId::new(name)
+/// }
+/// assert!(check("w1").is_ok());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;

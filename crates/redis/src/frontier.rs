@@ -406,13 +406,20 @@ impl Frontier {
     ) -> Result<Option<ClaimedTask>> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut wake = Subscription::new(self.link.client().clone(), self.keys.wake.clone());
-        // Subscribe before the first look, so a push between the look and the wait wakes us.
-        wake.ensure(POLL_INTERVAL).await;
+        let mut subscribed = false;
         loop {
             let next_due = match self.claim(worker).await? {
                 Claim::Task(task) => return Ok(Some(task)),
                 Claim::Empty { next_due } => next_due,
             };
+            if !subscribed {
+                // Subscribe only once there is nothing to do (a busy worker never pays for it),
+                // then look again: a push between the first look and the subscription would
+                // otherwise go unnoticed until the next poll.
+                subscribed = true;
+                wake.ensure(POLL_INTERVAL).await;
+                continue;
+            }
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             if left.is_zero() {
                 return Ok(None);

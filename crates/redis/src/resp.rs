@@ -78,7 +78,8 @@ mod tests {
         #[test]
         fn decimal_matches_std(v: u64) {
             let mut digits = [0u8; 20];
-            prop_assert_eq!(format_u64(v, &mut digits), v.to_string().as_bytes());
+            let expected = v.to_string();
+            prop_assert_eq!(format_u64(v, &mut digits), expected.as_bytes());
         }
     }
 }

@@ -4,6 +4,14 @@ use crate::error::{Error, Result};
 use crate::namespace::WorkerId;
 
 /// Longest host key accepted (DNS names are at most 253 bytes; a port adds up to 6).
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::{MAX_HOST_LEN, NewTask};
+///
+/// assert!(NewTask::new("h".repeat(MAX_HOST_LEN + 1), "https://x/").is_err());
+/// ```
 pub const MAX_HOST_LEN: usize = 260;
 
 /// A task to enqueue: a URL and the host key that serializes it with the other URLs of its site.
@@ -145,21 +153,97 @@ pub struct ClaimedTask {
 
 impl ClaimedTask {
     /// The global id the frontier gave the task when it was pushed (from one `INCR` counter).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("ClaimedTask accessor example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("doc")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w1")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://example.com/a")?]).await?;
+    /// let Claim::Task(task) = frontier.claim(&me).await? else { panic!("queued a task") };
+    /// assert_eq!(task.id(), 1);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// The host key; no other worker holds a task of this host until this one is finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("ClaimedTask accessor example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("doc")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w1")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://example.com/a")?]).await?;
+    /// let Claim::Task(task) = frontier.claim(&me).await? else { panic!("queued a task") };
+    /// assert_eq!(task.host(), "example.com");
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
     pub fn host(&self) -> &str {
         &self.host
     }
 
     /// The URL to crawl.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("ClaimedTask accessor example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("doc")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w1")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://example.com/a")?]).await?;
+    /// let Claim::Task(task) = frontier.claim(&me).await? else { panic!("queued a task") };
+    /// assert_eq!(task.url(), "https://example.com/a");
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
     pub fn url(&self) -> &str {
         &self.url
     }
 
     /// The worker holding the lease.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("ClaimedTask accessor example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("doc")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w1")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://example.com/a")?]).await?;
+    /// let Claim::Task(task) = frontier.claim(&me).await? else { panic!("queued a task") };
+    /// assert_eq!(task.worker().as_str(), "w1");
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
     pub fn worker(&self) -> &WorkerId {
         &self.worker
     }

@@ -228,64 +228,84 @@ impl Wire {
     }
 
     fn read_line(&mut self) -> io::Result<()> {
-        self.line.clear();
-        let n = (&mut self.reader)
-            .take(MAX_LINE as u64)
-            .read_until(b'\n', &mut self.line)?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "redis closed the connection",
-            ));
-        }
-        if n < 3 || !self.line.ends_with(b"\r\n") {
-            return Err(malformed("reply line without CRLF"));
-        }
-        self.line.truncate(n - 2);
-        Ok(())
+        read_line(&mut self.reader, &mut self.line)
     }
 
     fn read_reply(&mut self) -> io::Result<Reply> {
-        self.read_line()?;
-        let kind = self.line[0];
-        match kind {
-            b':' => Ok(Reply::Int(parse_int(&self.line[1..])?)),
-            b'+' => Ok(Reply::Simple(
-                String::from_utf8_lossy(&self.line[1..]).into_owned(),
-            )),
-            b'-' => Ok(Reply::Error(
-                String::from_utf8_lossy(&self.line[1..]).into_owned(),
-            )),
-            b'$' => {
-                let len = parse_int(&self.line[1..])?;
-                if len < 0 {
-                    return Ok(Reply::Nil);
-                }
-                let len = checked_len(len)?;
-                let mut data = vec![0u8; len + 2];
-                self.reader.read_exact(&mut data)?;
-                if !data.ends_with(b"\r\n") {
-                    return Err(malformed("bulk string without CRLF"));
-                }
-                data.truncate(len);
-                Ok(Reply::Bulk(data))
-            }
-            b'*' => {
-                let len = parse_int(&self.line[1..])?;
-                if len < 0 {
-                    return Ok(Reply::Nil);
-                }
-                let len = checked_len(len)?;
-                let mut items = Vec::with_capacity(len.min(1 << 16));
-                for _ in 0..len {
-                    items.push(self.read_reply()?);
-                }
-                Ok(Reply::Array(items))
-            }
-            _ => Err(malformed("unknown reply type")),
-        }
+        read_reply(&mut self.reader, &mut self.line)
     }
 }
+
+/// Reads one CRLF-terminated line (without the CRLF) into `line`.
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<()> {
+    line.clear();
+    let n = reader.take(MAX_LINE as u64).read_until(b'\n', line)?;
+    if n == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "redis closed the connection",
+        ));
+    }
+    if n < 3 || !line.ends_with(b"\r\n") {
+        return Err(malformed("reply line without CRLF"));
+    }
+    line.truncate(n - 2);
+    Ok(())
+}
+
+/// Decodes one reply. Lengths are checked against [`MAX_LEN`] before anything is allocated,
+/// and nesting is bounded, so no input can make it allocate without bound or overflow the
+/// stack.
+fn read_reply(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Reply> {
+    read_nested(reader, line, 0)
+}
+
+fn read_nested(reader: &mut impl BufRead, line: &mut Vec<u8>, depth: u32) -> io::Result<Reply> {
+    if depth > MAX_DEPTH {
+        return Err(malformed("replies nested too deeply"));
+    }
+    read_line(reader, line)?;
+    match line[0] {
+        b':' => Ok(Reply::Int(parse_int(&line[1..])?)),
+        b'+' => Ok(Reply::Simple(
+            String::from_utf8_lossy(&line[1..]).into_owned(),
+        )),
+        b'-' => Ok(Reply::Error(
+            String::from_utf8_lossy(&line[1..]).into_owned(),
+        )),
+        b'$' => {
+            let len = parse_int(&line[1..])?;
+            if len < 0 {
+                return Ok(Reply::Nil);
+            }
+            let len = checked_len(len)?;
+            let mut data = Vec::new();
+            reader.take(len as u64 + 2).read_to_end(&mut data)?;
+            if data.len() != len + 2 || !data.ends_with(b"\r\n") {
+                return Err(malformed("bulk string cut short or without CRLF"));
+            }
+            data.truncate(len);
+            Ok(Reply::Bulk(data))
+        }
+        b'*' => {
+            let len = parse_int(&line[1..])?;
+            if len < 0 {
+                return Ok(Reply::Nil);
+            }
+            let len = checked_len(len)?;
+            // Grow with the data actually received, not with the length claimed.
+            let mut items = Vec::with_capacity(len.min(1 << 12));
+            for _ in 0..len {
+                items.push(read_nested(reader, line, depth + 1)?);
+            }
+            Ok(Reply::Array(items))
+        }
+        _ => Err(malformed("unknown reply type")),
+    }
+}
+
+/// Deepest array nesting accepted (the store's replies nest at most twice).
+const MAX_DEPTH: u32 = 8;
 
 /// Longest reply line (type byte, number or simple string, CRLF) the decoder reads.
 const MAX_LINE: usize = 64 << 10;
@@ -337,6 +357,78 @@ mod tests {
         #[test]
         fn garbage_is_an_error_not_a_panic(bytes in prop::collection::vec(any::<u8>(), 0..30)) {
             let _ = parse_int(&bytes);
+        }
+
+        /// Any bytes from the network decode to a reply or an error: no panic, no allocation
+        /// beyond the limits.
+        #[test]
+        fn arbitrary_replies_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            let mut line = Vec::new();
+            let mut reader = &bytes[..];
+            while read_reply(&mut reader, &mut line).is_ok() && !reader.is_empty() {}
+        }
+
+        #[test]
+        fn well_formed_replies_round_trip(reply in reply_strategy()) {
+            let mut bytes = Vec::new();
+            encode(&reply, &mut bytes);
+            let mut line = Vec::new();
+            let mut reader = &bytes[..];
+            prop_assert_eq!(read_reply(&mut reader, &mut line).unwrap(), reply);
+            prop_assert!(reader.is_empty());
+        }
+    }
+
+    #[test]
+    fn claimed_lengths_do_not_allocate() {
+        let mut line = Vec::new();
+        for input in [
+            &b"$9999999999\r\n"[..],
+            b"*9999999999\r\n",
+            b"*100000\r\n:1\r\n",
+        ] {
+            let mut reader = input;
+            assert!(read_reply(&mut reader, &mut line).is_err());
+        }
+        let mut deep = Vec::new();
+        for _ in 0..100 {
+            deep.extend_from_slice(b"*1\r\n");
+        }
+        assert!(read_reply(&mut &deep[..], &mut line).is_err());
+    }
+
+    fn reply_strategy() -> impl Strategy<Value = Reply> {
+        let leaf = prop_oneof![
+            any::<i64>()
+                .prop_filter("MIN has no positive twin", |v| *v != i64::MIN)
+                .prop_map(Reply::Int),
+            "[a-zA-Z0-9 ]{0,20}".prop_map(Reply::Simple),
+            "[a-zA-Z0-9 ]{0,20}".prop_map(Reply::Error),
+            prop::collection::vec(any::<u8>(), 0..40).prop_map(Reply::Bulk),
+            Just(Reply::Nil),
+        ];
+        leaf.prop_recursive(3, 30, 6, |inner| {
+            prop::collection::vec(inner, 0..6).prop_map(Reply::Array)
+        })
+    }
+
+    fn encode(reply: &Reply, out: &mut Vec<u8>) {
+        match reply {
+            Reply::Int(v) => out.extend_from_slice(format!(":{v}\r\n").as_bytes()),
+            Reply::Simple(s) => out.extend_from_slice(format!("+{s}\r\n").as_bytes()),
+            Reply::Error(s) => out.extend_from_slice(format!("-{s}\r\n").as_bytes()),
+            Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
+            Reply::Bulk(b) => {
+                out.extend_from_slice(format!("${}\r\n", b.len()).as_bytes());
+                out.extend_from_slice(b);
+                out.extend_from_slice(b"\r\n");
+            }
+            Reply::Array(items) => {
+                out.extend_from_slice(format!("*{}\r\n", items.len()).as_bytes());
+                for item in items {
+                    encode(item, out);
+                }
+            }
         }
     }
 }

@@ -167,6 +167,7 @@ const CHILD_ENV: &str = "URL_DEDUP_REDIS_CHILD_WORKER";
 /// Runs only as a child process of `killed_worker_tasks_come_back`: joins, claims three
 /// tasks, reports them on stdout, then waits to be killed without acknowledging anything.
 #[test]
+#[ignore = "helper process, started by its parent test"]
 fn child_worker_that_gets_killed() {
     let Ok(url) = std::env::var(CHILD_ENV) else {
         return;
@@ -210,7 +211,12 @@ fn killed_worker_tasks_come_back() {
             .unwrap();
     });
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_worker_that_gets_killed", "--nocapture"])
+        .args([
+            "--exact",
+            "child_worker_that_gets_killed",
+            "--ignored",
+            "--nocapture",
+        ])
         .env(CHILD_ENV, server.url())
         .stdout(std::process::Stdio::piped())
         .spawn()
