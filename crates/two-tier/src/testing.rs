@@ -69,6 +69,7 @@ pub fn quick_settings() -> Settings {
 struct Running {
     task: JoinHandle<Result<()>>,
     counters: Arc<Counters>,
+    stop: watch::Sender<bool>,
 }
 
 /// A system of networks whose every node has its own `redis-server`; roles run as tasks.
@@ -81,7 +82,6 @@ pub struct Cluster {
     settings: Settings,
     servers: BTreeMap<IpAddr, RedisServer>,
     links: BTreeMap<IpAddr, Link>,
-    stop: watch::Sender<bool>,
     running: BTreeMap<IpAddr, Running>,
     finished: Stats,
     probes: std::sync::atomic::AtomicU64,
@@ -99,7 +99,9 @@ impl std::fmt::Debug for Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         // Roles must not outlive their servers and spin on dead connections.
-        let _ = self.stop.send(true);
+        for r in self.running.values() {
+            let _ = r.stop.send(true);
+        }
     }
 }
 
@@ -169,7 +171,6 @@ impl Cluster {
             settings,
             servers,
             links,
-            stop: watch::channel(false).0,
             running: BTreeMap::new(),
             finished: Stats::default(),
             probes: std::sync::atomic::AtomicU64::new(0),
@@ -328,20 +329,61 @@ impl Cluster {
     /// # }).unwrap();
     /// ```
     pub async fn start(&mut self, ip: IpAddr) -> Result<()> {
-        let stop = self.stop.subscribe();
+        let (stop, stopped) = watch::channel(false);
         let running = if self.topology.is_center(ip) {
             let center = Center::connect(&self.topology, ip, self.settings).await?;
             let counters = center.counters();
-            let task = tokio::spawn(async move { center.run(stop).await });
-            Running { task, counters }
+            let task = tokio::spawn(async move { center.run(stopped).await });
+            Running {
+                task,
+                counters,
+                stop,
+            }
         } else {
             let host = LocalHost::connect(&self.topology, ip, self.settings).await?;
             let counters = host.counters();
-            let task = tokio::spawn(async move { host.run(stop).await });
-            Running { task, counters }
+            let task = tokio::spawn(async move { host.run(stopped).await });
+            Running {
+                task,
+                counters,
+                stop,
+            }
         };
         self.running.insert(ip, running);
         Ok(())
+    }
+
+    /// Stops node `ip`'s role (if it runs) and waits for it; its Redis keeps running, and
+    /// [`start`](Self::start) starts the role again, as a restarted process would.
+    ///
+    /// # Errors
+    ///
+    /// The error the role returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// # use url_dedup_two_tier::testing::Cluster;
+    /// let Some(mut cluster) = Cluster::launch(&[1], Default::default()).await? else { return Ok(()) };
+    /// cluster.start_all().await?;
+    /// cluster.stop(cluster.center_ip(0)).await?;
+    /// cluster.start(cluster.center_ip(0)).await?;
+    /// cluster.shutdown().await?;
+    /// # Ok::<(), url_dedup_two_tier::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn stop(&mut self, ip: IpAddr) -> Result<()> {
+        let Some(r) = self.running.remove(&ip) else {
+            return Ok(());
+        };
+        let _ = r.stop.send(true);
+        let result = r
+            .task
+            .await
+            .map_err(|e| Error::Topology(format!("role {ip} panicked: {e}")))?;
+        self.finished += r.counters.snapshot();
+        result
     }
 
     /// What the running roles did so far, summed (roles already shut down included).
@@ -587,7 +629,9 @@ impl Cluster {
     ///
     /// See the [module documentation](self).
     pub async fn shutdown(mut self) -> Result<()> {
-        let _ = self.stop.send(true);
+        for r in self.running.values() {
+            let _ = r.stop.send(true);
+        }
         let mut first = Ok(());
         for (ip, r) in std::mem::take(&mut self.running) {
             let result = match r.task.await {

@@ -320,3 +320,77 @@ fn frames_delivered_twice_are_processed_once() {
         cluster.shutdown().await.unwrap();
     });
 }
+
+/// A center that restarts while a frame waits for answers picks the frame up from
+/// `local_reduce_pool`, asks again, and completes it with the answer that comes in.
+#[test]
+fn a_restarted_center_resumes_its_frames() {
+    runtime().block_on(async {
+        let settings = url_dedup_two_tier::Settings {
+            lan_timeout: Duration::from_secs(5),
+            wan_timeout: Duration::from_secs(5),
+            ..quick_settings()
+        };
+        let Some(mut cluster) = Cluster::launch(&[2], settings).await.unwrap() else {
+            return;
+        };
+        let (center, a, b) = (
+            cluster.center_ip(0),
+            cluster.host_ip(0, 0),
+            cluster.host_ip(0, 1),
+        );
+        cluster.start(center).await.unwrap();
+        cluster.start(a).await.unwrap();
+        cluster
+            .local_host(b)
+            .await
+            .unwrap()
+            .finish(&["https://r/old"])
+            .await
+            .unwrap();
+        let urls = ["https://r/old", "https://r/new"];
+        cluster
+            .local_host(a)
+            .await
+            .unwrap()
+            .discover(&urls)
+            .await
+            .unwrap();
+
+        // Wait until the frame sits in local_reduce_pool, waiting for the silent host b.
+        let pool = cluster.keys().local_reduce_pool();
+        let link = cluster.redis(center).clone();
+        let waiting = || async {
+            link.run("HLEN", |mut conn| {
+                let pool = pool.clone();
+                async move {
+                    redis::cmd("HLEN")
+                        .arg(pool)
+                        .query_async::<u64>(&mut conn)
+                        .await
+                }
+            })
+            .await
+            .unwrap()
+        };
+        while waiting().await == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        cluster.stop(center).await.unwrap();
+        assert_eq!(waiting().await, 1, "the frame must survive the center");
+
+        cluster.start(center).await.unwrap();
+        cluster.start(b).await.unwrap();
+        assert!(cluster.wait_idle(IDLE).await.unwrap());
+        assert_eq!(cluster.all_tasks().await.unwrap(), ["https://r/new"]);
+        let stats = cluster.node_stats(center);
+        assert_eq!(
+            stats.timeouts, 0,
+            "the answer, not the deadline, completed the frame: {stats:?}"
+        );
+        assert_eq!(stats.completed, 1);
+        // b got the request twice (before and after the restart) and answered once.
+        assert_eq!(cluster.node_stats(b).duplicates, 1);
+        cluster.shutdown().await.unwrap();
+    });
+}
