@@ -871,7 +871,9 @@ impl RedisSegmentStore {
         let mut attempts = 0;
         self.with_connection("check and insert", |live| {
             attempts += 1;
+            // A failed attempt may have left packed commands and answers behind.
             bits.clear();
+            packed.clear();
             // Pack and send in pieces: Redis works on the first commands while later ones are
             // packed, instead of both sides taking turns.
             let mut commands = 0;
