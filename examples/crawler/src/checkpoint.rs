@@ -1,0 +1,299 @@
+//! Periodic, atomic checkpoints of the crawl state: the run queue, the per-host admission
+//! counts and the done-set filter, in the workspace's snapshot format.
+//!
+//! The file `checkpoint` holds two snapshots back to back: the crawl state (a private kind, its
+//! payload a line-oriented text blob packed into words) and the Bloom filter (kind `BLOOM`).
+//! Both are checksummed. It is written to `checkpoint.tmp`, synced, and renamed over the old one,
+//! so a crash leaves either the old or the new checkpoint, never a mix; the journal of the old
+//! generation is deleted only after the rename.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, BufWriter, Read};
+use std::path::{Path, PathBuf};
+
+use url_dedup_bloom::BloomFilter;
+use url_dedup_bloom::snapshot::{self, Kind, Limits, Params};
+use url_dedup_similarity::SimilarityFilter;
+
+use crate::error::CrawlError;
+use crate::frontier::{Job, JobKind};
+
+/// The snapshot kind of the crawl state, in the range the workspace leaves to applications.
+const CRAWL_STATE: Kind = Kind(0x8101);
+const VERSION: u16 = 1;
+/// Largest state blob accepted: a run queue of some ten million URLs.
+const MAX_STATE_BYTES: u64 = 4 << 30;
+
+/// A checkpoint as read back.
+#[derive(Debug)]
+pub(crate) struct Checkpoint {
+    /// The journal generation that continues this checkpoint.
+    pub(crate) generation: u64,
+    /// Pages completed before it (over all runs).
+    pub(crate) pages_done: u64,
+    /// Committed length of the WARC file.
+    pub(crate) warc_len: u64,
+    pub(crate) pending: Vec<Job>,
+    pub(crate) host_admitted: HashMap<String, u64>,
+    pub(crate) seen: BloomFilter,
+    /// The similarity filter, when the crawl uses one.
+    pub(crate) similar: Option<SimilarityFilter>,
+}
+
+/// Borrowed state to write.
+pub(crate) struct CheckpointRef<'a, I> {
+    pub(crate) generation: u64,
+    pub(crate) pages_done: u64,
+    pub(crate) warc_len: u64,
+    pub(crate) pending: I,
+    pub(crate) host_admitted: &'a HashMap<String, u64>,
+    pub(crate) seen: &'a BloomFilter,
+    pub(crate) similar: Option<&'a SimilarityFilter>,
+}
+
+pub(crate) fn path(dir: &Path) -> PathBuf {
+    dir.join("checkpoint")
+}
+
+/// Writes a checkpoint atomically (write, sync, rename, sync the directory).
+pub(crate) fn write<'a>(
+    dir: &Path,
+    state: CheckpointRef<'a, impl Iterator<Item = &'a Job>>,
+) -> Result<(), CrawlError> {
+    let mut blob = String::new();
+    for job in state.pending {
+        blob.push_str(&format!(
+            "P\t{}\t{}\t{}\t{}\n",
+            job.kind.code(),
+            job.depth,
+            job.hops,
+            job.url
+        ));
+    }
+    for (host, n) in state.host_admitted {
+        blob.push_str(&format!("H\t{n}\t{host}\n"));
+    }
+    let bytes = blob.as_bytes();
+    let mut params = Params::new();
+    params
+        .put_u16(VERSION)
+        .put_u64(state.generation)
+        .put_u64(state.pages_done)
+        .put_u64(state.warc_len)
+        .put_u64(bytes.len() as u64);
+    let words = bytes.chunks(8).map(|c| {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        u64::from_le_bytes(w)
+    });
+
+    let tmp = dir.join("checkpoint.tmp");
+    let err = CrawlError::io("writing checkpoint", &tmp);
+    let file = File::create(&tmp).map_err(CrawlError::io("creating checkpoint", &tmp))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    snapshot::write(
+        &mut out,
+        CRAWL_STATE,
+        params.as_bytes(),
+        bytes.len().div_ceil(8) as u64,
+        words,
+    )
+    .map_err(|e| CrawlError::Checkpoint {
+        path: tmp.clone(),
+        reason: e.to_string(),
+    })?;
+    state
+        .seen
+        .write_to(&mut out)
+        .map_err(|e| CrawlError::Checkpoint {
+            path: tmp.clone(),
+            reason: e.to_string(),
+        })?;
+    if let Some(similar) = state.similar {
+        similar
+            .write_to(&mut out)
+            .map_err(|e| CrawlError::Checkpoint {
+                path: tmp.clone(),
+                reason: e.to_string(),
+            })?;
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .map_err(CrawlError::io("writing checkpoint", &tmp))?;
+    file.sync_all().map_err(err)?;
+    let target = path(dir);
+    fs::rename(&tmp, &target).map_err(CrawlError::io("renaming checkpoint", &target))?;
+    // The rename is durable only once the directory entry is.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Reads the checkpoint of `dir`, `None` when there is none.
+pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
+    let path = path(dir);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(CrawlError::io("opening checkpoint", &path)(e)),
+    };
+    let damaged = |reason: String| CrawlError::Checkpoint {
+        path: path.clone(),
+        reason,
+    };
+    let mut input = BufReader::with_capacity(1 << 20, file);
+    let header = snapshot::read_header(
+        &mut input,
+        CRAWL_STATE,
+        Limits {
+            max_payload_bytes: MAX_STATE_BYTES,
+        },
+    )
+    .map_err(|e| damaged(e.to_string()))?;
+    let mut p = header.params();
+    let version = p.u16().map_err(|e| damaged(e.to_string()))?;
+    if version != VERSION {
+        return Err(damaged(format!(
+            "crawl state version {version}, this build reads {VERSION}"
+        )));
+    }
+    let mut next = || p.u64().map_err(|e| damaged(e.to_string()));
+    let (generation, pages_done, warc_len, len) = (next()?, next()?, next()?, next()?);
+    let words = header
+        .read_payload(&mut input)
+        .map_err(|e| damaged(e.to_string()))?;
+    if len.div_ceil(8) != words.len() as u64 {
+        return Err(damaged("state length does not match its payload".into()));
+    }
+    let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    bytes.truncate(len as usize);
+    let text = String::from_utf8(bytes).map_err(|_| damaged("state is not UTF-8".into()))?;
+    let mut pending = Vec::new();
+    let mut host_admitted = HashMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        match f.as_slice() {
+            ["P", kind, depth, hops, url] => pending.push(Job {
+                url: (*url).into(),
+                depth: depth
+                    .parse()
+                    .map_err(|_| damaged(format!("bad depth in {line:?}")))?,
+                hops: hops
+                    .parse()
+                    .map_err(|_| damaged(format!("bad hops in {line:?}")))?,
+                kind: JobKind::from_code(kind)
+                    .ok_or_else(|| damaged(format!("bad kind in {line:?}")))?,
+            }),
+            ["H", n, host] => {
+                host_admitted.insert(
+                    (*host).to_owned(),
+                    n.parse()
+                        .map_err(|_| damaged(format!("bad count in {line:?}")))?,
+                );
+            }
+            _ => return Err(damaged(format!("unknown state line {line:?}"))),
+        }
+    }
+    let seen = BloomFilter::read_from(&mut input).map_err(|e| damaged(e.to_string()))?;
+    // A third snapshot, when present, is the similarity filter.
+    let more = !input
+        .fill_buf()
+        .map_err(CrawlError::io("reading checkpoint", &path))?
+        .is_empty();
+    let similar = if more {
+        Some(SimilarityFilter::read_from(&mut input).map_err(|e| damaged(e.to_string()))?)
+    } else {
+        None
+    };
+    let mut rest = [0u8; 1];
+    if input
+        .read(&mut rest)
+        .map_err(CrawlError::io("reading checkpoint", &path))?
+        != 0
+    {
+        return Err(damaged("trailing bytes after the filters".into()));
+    }
+    Ok(Some(Checkpoint {
+        generation,
+        pages_done,
+        warc_len,
+        pending,
+        host_admitted,
+        seen,
+        similar,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read(dir.path()).unwrap().is_none());
+        let mut seen = BloomFilter::builder().expected_items(1000).build().unwrap();
+        seen.insert("http://h/a");
+        let jobs = [
+            Job {
+                url: "http://h/a".into(),
+                depth: 1,
+                hops: 0,
+                kind: JobKind::Page,
+            },
+            Job {
+                url: "http://h/s.xml".into(),
+                depth: 1,
+                hops: 2,
+                kind: JobKind::Sitemap,
+            },
+        ];
+        let hosts = HashMap::from([("h:80".to_owned(), 2u64)]);
+        let state = CheckpointRef {
+            generation: 4,
+            pages_done: 9,
+            warc_len: 1234,
+            pending: jobs.iter(),
+            host_admitted: &hosts,
+            seen: &seen,
+            similar: None,
+        };
+        write(dir.path(), state).unwrap();
+        let c = read(dir.path()).unwrap().unwrap();
+        assert_eq!((c.generation, c.pages_done, c.warc_len), (4, 9, 1234));
+        assert_eq!(c.pending, jobs);
+        assert_eq!(c.host_admitted, hosts);
+        assert_eq!(c.seen, seen);
+        assert!(c.similar.is_none());
+
+        let mut similar = SimilarityFilter::builder()
+            .expected_items(100)
+            .build()
+            .unwrap();
+        similar.check_and_insert("http://h/list?sort=a");
+        let state = CheckpointRef {
+            generation: 5,
+            pages_done: 9,
+            warc_len: 1234,
+            pending: jobs.iter(),
+            host_admitted: &hosts,
+            seen: &seen,
+            similar: Some(&similar),
+        };
+        write(dir.path(), state).unwrap();
+        let c = read(dir.path()).unwrap().unwrap();
+        assert_eq!(c.similar.unwrap().len(), 1);
+
+        let mut bytes = fs::read(path(dir.path())).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x40;
+        fs::write(path(dir.path()), &bytes).unwrap();
+        assert!(matches!(
+            read(dir.path()),
+            Err(CrawlError::Checkpoint { .. })
+        ));
+    }
+}

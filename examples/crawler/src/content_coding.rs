@@ -1,0 +1,124 @@
+//! Undoing `Content-Encoding` with a cap on the decoded size.
+//!
+//! Bodies are kept as they came off the wire (so the WARC holds exactly what the server sent)
+//! and decoded here for parsing and the mirror. A few kilobytes of gzip can expand to
+//! gigabytes; decoding stops one byte past the cap, so a bomb costs the cap, not the machine.
+
+use std::borrow::Cow;
+use std::io::Read;
+
+use flate2::read::{DeflateDecoder, MultiGzDecoder, ZlibDecoder};
+
+use crate::skip::SkipReason;
+
+/// Why a body could not be decoded.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct DecodeError {
+    pub(crate) reason: SkipReason,
+    pub(crate) detail: String,
+}
+
+/// Decodes `wire` according to the `Content-Encoding` header value `encoding`, refusing to
+/// produce more than `cap` bytes.
+pub(crate) fn decode<'a>(
+    encoding: Option<&str>,
+    wire: &'a [u8],
+    cap: u64,
+) -> Result<Cow<'a, [u8]>, DecodeError> {
+    let encoding = encoding
+        .map(|e| e.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    match encoding.as_str() {
+        "" | "identity" => {
+            if wire.len() as u64 > cap {
+                return Err(too_large(cap));
+            }
+            Ok(Cow::Borrowed(wire))
+        }
+        "gzip" | "x-gzip" => read_capped(MultiGzDecoder::new(wire), cap).map(Cow::Owned),
+        // "deflate" is meant to be zlib-wrapped, but servers send raw deflate too.
+        "deflate" => read_capped(ZlibDecoder::new(wire), cap)
+            .or_else(|_| read_capped(DeflateDecoder::new(wire), cap))
+            .map(Cow::Owned),
+        other => Err(DecodeError {
+            reason: SkipReason::BadEncoding,
+            detail: format!("unsupported content-encoding {other:?}"),
+        }),
+    }
+}
+
+fn read_capped(reader: impl Read, cap: u64) -> Result<Vec<u8>, DecodeError> {
+    let mut out = Vec::new();
+    reader
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| DecodeError {
+            reason: SkipReason::BadEncoding,
+            detail: e.to_string(),
+        })?;
+    if out.len() as u64 > cap {
+        return Err(too_large(cap));
+    }
+    Ok(out)
+}
+
+fn too_large(cap: u64) -> DecodeError {
+    DecodeError {
+        reason: SkipReason::DecodedTooLarge,
+        detail: format!("over {cap} bytes decoded"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::{Compression, write::GzEncoder, write::ZlibEncoder};
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = GzEncoder::new(Vec::new(), Compression::best());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn round_trips() {
+        assert_eq!(
+            decode(Some("gzip"), &gzip(b"hello"), 5).unwrap().as_ref(),
+            b"hello"
+        );
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::fast());
+        z.write_all(b"zz").unwrap();
+        assert_eq!(
+            decode(Some("Deflate"), &z.finish().unwrap(), 10)
+                .unwrap()
+                .as_ref(),
+            b"zz"
+        );
+        assert_eq!(decode(None, b"plain", 5).unwrap().as_ref(), b"plain");
+    }
+
+    #[test]
+    fn bombs_stop_at_the_cap() {
+        let bomb = gzip(&vec![0u8; 10 << 20]);
+        assert!(bomb.len() < 20_000);
+        let err = decode(Some("gzip"), &bomb, 1 << 20).unwrap_err();
+        assert_eq!(err.reason, SkipReason::DecodedTooLarge);
+        assert_eq!(
+            decode(None, b"123456", 5).unwrap_err().reason,
+            SkipReason::DecodedTooLarge
+        );
+    }
+
+    #[test]
+    fn garbage_and_unknown_encodings_are_errors() {
+        assert_eq!(
+            decode(Some("gzip"), b"not gzip", 100).unwrap_err().reason,
+            SkipReason::BadEncoding
+        );
+        assert_eq!(
+            decode(Some("br"), b"x", 100).unwrap_err().reason,
+            SkipReason::BadEncoding
+        );
+    }
+}

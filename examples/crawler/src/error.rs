@@ -1,0 +1,47 @@
+//! Errors that stop a crawl (as opposed to a page that fails, which is reported and skipped).
+
+use std::path::PathBuf;
+
+/// What can stop the crawler.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum CrawlError {
+    /// Reading or writing the output directory failed.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The checkpoint is damaged or was written by an incompatible build.
+    #[error("checkpoint {}: {reason}", path.display())]
+    Checkpoint { path: PathBuf, reason: String },
+    /// A seed is not an absolute http(s) URL.
+    #[error("seed {0:?} is not an absolute http(s) URL")]
+    BadSeed(String),
+    /// The options contradict each other or are out of range.
+    #[error("{0}")]
+    Options(String),
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+    /// The host-to-worker table could not be built.
+    #[error("partition table: {0}")]
+    Partition(#[from] url_dedup_partition::Error),
+    /// The similarity filter could not be built.
+    #[error("similarity filter: {0}")]
+    Similarity(#[from] url_dedup_similarity::Error),
+    /// The done-set filter could not be built.
+    #[error("dedup filter: {0}")]
+    Filter(#[from] url_dedup_bloom::Error),
+}
+
+impl CrawlError {
+    pub(crate) fn io(
+        what: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io { what, path, source }
+    }
+}

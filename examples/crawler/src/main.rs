@@ -1,0 +1,105 @@
+//! `crawler`: the reference crawler of url-dedup, document 002 end to end in one process.
+//!
+//! Point it at a site and get a polite, complete, duplicate-free crawl that survives `kill -9`
+//! and can be browsed offline:
+//!
+//! ```text
+//! crawler https://docs.example.org/ --out docs-crawl --contact ops@example.org
+//! crawler --demo          # an embedded site on loopback, no network needed
+//! ```
+//!
+//! # How a URL travels
+//!
+//! 1. **Extraction** ([`links`]): one streaming `lol_html` pass over each page takes links only
+//!    from `a`, `area`, `link` (`href`) and `frame`, `iframe` (`src`), honours `<base href>` and,
+//!    optionally, `rel="nofollow"`; the same pass rewrites links for the offline mirror.
+//! 2. **Canonicalization** ([`canonical`], backed by `url_dedup_canon`): one spelling per page
+//!    (fragments, tracking and session parameters, query order, case, default ports, dot
+//!    segments, percent-encoding).
+//! 3. **Scope and traps** ([`scope`], [`traps`]): same host, same registrable domain or a URL
+//!    prefix; URL length, `/` count, depth and a per-host budget. Every skip is reported with
+//!    its reason ([`skip`], `skipped.tsv`).
+//! 4. **Done set** ([`state`]): document 002's "is this URL already done?" is
+//!    `check_and_insert` on a keyed `url_dedup_bloom::BloomFilter`, under the lock that also
+//!    journals the admission, so a URL is admitted exactly once; with `--similar`, document
+//!    004's similarity filter (`url_dedup_similarity`) may also skip it.
+//! 5. **Run queue** ([`frontier`], [`router`], [`worker`]): breadth-first; hosts are assigned to
+//!    workers by `url_dedup_partition`'s table (document 002's `Transfer(host) mod n`); each
+//!    host gets one
+//!    request at a time (`--per-host`), a delay, and its robots.txt rules ([`robots`]),
+//!    including `Crawl-delay` and `Sitemap` ([`sitemap`]).
+//! 6. **Fetch** ([`fetch`], [`content_coding`]): reqwest over rustls, timeouts, no automatic
+//!    redirects (each target goes back through steps 2-4, up to `--max-redirects`), a cap on the
+//!    body, a content-type filter decided on the headers, gzip/deflate decoded with a cap.
+//! 7. **Output** ([`warc`], [`mirror`]): WARC request and response records, and a mirror
+//!    directory with rewritten links.
+//! 8. **Resume** ([`journal`], [`checkpoint`]): every admission and completion is journaled
+//!    before it takes effect; periodic checkpoints (run queue and filter snapshot, written then
+//!    renamed) bound the journal. After `kill -9`, the same command continues: no URL lost, only
+//!    the ones in flight fetched again.
+//!
+//! See `docs/crawler.md` for the options, output formats and politeness defaults.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod canonical;
+mod checkpoint;
+mod content_coding;
+mod crawl;
+mod demo;
+mod error;
+mod fetch;
+mod frontier;
+mod journal;
+mod links;
+mod mirror;
+mod options;
+mod page;
+mod robots;
+mod router;
+mod scope;
+mod sitemap;
+mod skip;
+mod state;
+mod summary;
+mod traps;
+mod warc;
+mod worker;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::options::Options;
+
+fn main() -> ExitCode {
+    let options = Options::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("crawler: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        if options.demo {
+            return demo::run(&options).await;
+        }
+        let config = options.config(&canonical::Canonicalizer::default())?;
+        let summary = crawl::run(config).await?;
+        println!("{summary}");
+        Ok(())
+    });
+    // Fetches still running after a fatal error are not waited for.
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("crawler: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Command-line options, and the crawl configuration they produce.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use url::Url;
+
+use crate::canonical::Canonicalizer;
+use crate::error::CrawlError;
+use crate::fetch::FetchPolicy;
+use crate::scope::{Scope, ScopeKind};
+use crate::state::FilterSize;
+use crate::traps::TrapRules;
+
+/// The product token robots.txt groups are matched against.
+pub(crate) const AGENT_TOKEN: &str = "url-dedup-crawler";
+
+/// A polite, duplicate-free, resumable crawler (document 002 of url-dedup).
+///
+/// Crawls breadth-first from the seeds, writes a WARC file and an offline mirror to --out, and
+/// checkpoints so that running the same command again after a crash or kill continues the crawl.
+#[derive(Debug, Parser)]
+#[command(name = "crawler", version, about, long_about = None)]
+pub(crate) struct Options {
+    /// Start URLs (http or https).
+    #[arg(required_unless_present = "demo")]
+    pub(crate) seeds: Vec<String>,
+
+    /// Crawl an embedded demo site on loopback and explain what each mechanism did.
+    #[arg(long)]
+    pub(crate) demo: bool,
+
+    /// Output directory: WARC, mirror, skip report, checkpoint. Reusing it resumes the crawl.
+    #[arg(long, short, default_value = "crawl")]
+    pub(crate) out: PathBuf,
+
+    /// Which URLs belong to the crawl.
+    #[arg(long, value_enum, default_value_t = ScopeKind::Host)]
+    pub(crate) scope: ScopeKind,
+
+    /// URL prefix for --scope prefix (repeatable; default: the seeds).
+    #[arg(long)]
+    pub(crate) prefix: Vec<String>,
+
+    /// Deepest link distance from a seed that is fetched.
+    #[arg(long, default_value_t = 32)]
+    pub(crate) max_depth: u32,
+
+    /// Stop after fetching this many pages (over all runs of this output directory).
+    #[arg(long)]
+    pub(crate) max_pages: Option<u64>,
+
+    /// Trap rule: skip URLs longer than this many bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub(crate) max_url_length: usize,
+
+    /// Trap rule: skip URLs with more `/` than this (the `//` after the scheme included).
+    #[arg(long, default_value_t = 24)]
+    pub(crate) max_slashes: usize,
+
+    /// Trap rule: admit at most this many URLs per host.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) host_budget: u64,
+
+    /// Requests in flight per host. Keep 1 (the polite default) for sites you do not run.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) per_host: usize,
+
+    /// Minimum time between two requests to one host, in milliseconds (robots.txt Crawl-delay
+    /// raises it).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) delay_ms: u64,
+
+    /// Workers; hosts are assigned to workers by a hash of the host.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) workers: usize,
+
+    /// Ignore robots.txt (only for sites you run yourself).
+    #[arg(long)]
+    pub(crate) ignore_robots: bool,
+
+    /// Do not read the sitemaps listed in robots.txt.
+    #[arg(long)]
+    pub(crate) no_sitemaps: bool,
+
+    /// Do not follow links marked rel="nofollow" (or on pages whose robots meta tag says
+    /// nofollow).
+    #[arg(long)]
+    pub(crate) respect_nofollow: bool,
+
+    /// How to reach whoever runs this crawl (URL or e-mail), added to the User-Agent.
+    #[arg(long)]
+    pub(crate) contact: Option<String>,
+
+    /// Whole-request timeout in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub(crate) timeout_ms: u64,
+
+    /// Connect timeout in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) connect_timeout_ms: u64,
+
+    /// Redirects followed from one link (each target is deduplicated like a link).
+    #[arg(long, default_value_t = 5)]
+    pub(crate) max_redirects: u32,
+
+    /// Largest body read from the network, in bytes.
+    #[arg(long, default_value_t = 10 << 20)]
+    pub(crate) max_body: u64,
+
+    /// Largest body after decompression, in bytes.
+    #[arg(long, default_value_t = 20 << 20)]
+    pub(crate) max_decoded: u64,
+
+    /// Accepted content types of pages: exact (text/html), prefix (image/) or `*`. Repeatable.
+    #[arg(long = "accept", default_values_t = ["text/html".to_owned(), "application/xhtml+xml".to_owned(), "text/css".to_owned(), "image/".to_owned()])]
+    pub(crate) accept: Vec<String>,
+
+    /// Also skip URLs that the similarity filter of document 004 (`url-dedup-similarity`,
+    /// crawler preset) finds similar to earlier ones, such as `?sort=` variants of a list.
+    #[arg(long)]
+    pub(crate) similar: bool,
+
+    /// Do not write the WARC file.
+    #[arg(long)]
+    pub(crate) no_warc: bool,
+
+    /// Do not write the offline mirror.
+    #[arg(long)]
+    pub(crate) no_mirror: bool,
+
+    /// URLs the done-set filter is sized for.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) expected_urls: u64,
+
+    /// False-positive rate of the done-set filter at --expected-urls (a false positive is a
+    /// page silently not crawled).
+    #[arg(long, default_value_t = 1e-6)]
+    pub(crate) false_positive_rate: f64,
+
+    /// Seconds between checkpoints (the journal covers the time between them).
+    #[arg(long, default_value_t = 30)]
+    pub(crate) checkpoint_secs: u64,
+
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+}
+
+/// Everything a crawl needs to know, checked.
+#[derive(Clone, Debug)]
+pub(crate) struct CrawlConfig {
+    pub(crate) seeds: Vec<Url>,
+    pub(crate) out: PathBuf,
+    pub(crate) scope: Scope,
+    pub(crate) traps: TrapRules,
+    pub(crate) max_pages: Option<u64>,
+    pub(crate) per_host: usize,
+    pub(crate) delay: Duration,
+    pub(crate) workers: usize,
+    pub(crate) robots: bool,
+    pub(crate) sitemaps: bool,
+    pub(crate) respect_nofollow: bool,
+    pub(crate) fetch: FetchPolicy,
+    pub(crate) max_redirects: u32,
+    pub(crate) max_decoded: u64,
+    pub(crate) warc: bool,
+    pub(crate) mirror: bool,
+    pub(crate) filter: FilterSize,
+    pub(crate) checkpoint_every: Duration,
+    pub(crate) progress: bool,
+}
+
+impl Options {
+    /// The demo's options: default rules around the demo site's home page.
+    pub(crate) fn parse_demo(origin: &str, out: &std::path::Path, user: &Options) -> Options {
+        let mut options = Options::parse_from([
+            std::ffi::OsString::from("crawler"),
+            format!("{origin}/").into(),
+            "--out".into(),
+            out.as_os_str().to_owned(),
+        ]);
+        options.quiet = user.quiet;
+        options
+    }
+
+    /// Checks the options and resolves the seeds.
+    pub(crate) fn config(&self, canon: &Canonicalizer) -> Result<CrawlConfig, CrawlError> {
+        let parse = |s: &String| -> Result<Url, CrawlError> {
+            let url = Url::parse(s).map_err(|_| CrawlError::BadSeed(s.clone()))?;
+            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                return Err(CrawlError::BadSeed(s.clone()));
+            }
+            canon
+                .canonicalize(&url)
+                .map_err(|_| CrawlError::BadSeed(s.clone()))
+        };
+        let seeds = self
+            .seeds
+            .iter()
+            .map(parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        let prefixes = self
+            .prefix
+            .iter()
+            .map(parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.per_host == 0 || self.workers == 0 {
+            return Err(CrawlError::Options(
+                "--per-host and --workers must be at least 1".into(),
+            ));
+        }
+        if !(self.false_positive_rate > 0.0 && self.false_positive_rate < 1.0) {
+            return Err(CrawlError::Options(
+                "--false-positive-rate must be between 0 and 1".into(),
+            ));
+        }
+        let mut user_agent = format!("{AGENT_TOKEN}/{}", env!("CARGO_PKG_VERSION"));
+        if let Some(contact) = &self.contact {
+            user_agent.push_str(&format!(" (+{contact})"));
+        }
+        Ok(CrawlConfig {
+            scope: Scope::new(self.scope, &seeds, &prefixes),
+            seeds,
+            out: self.out.clone(),
+            traps: TrapRules {
+                max_url_len: self.max_url_length,
+                max_slashes: self.max_slashes,
+                max_depth: self.max_depth,
+                host_budget: self.host_budget,
+            },
+            max_pages: self.max_pages,
+            per_host: self.per_host,
+            delay: Duration::from_millis(self.delay_ms),
+            workers: self.workers,
+            robots: !self.ignore_robots,
+            sitemaps: !self.no_sitemaps,
+            respect_nofollow: self.respect_nofollow,
+            fetch: FetchPolicy {
+                user_agent,
+                timeout: Duration::from_millis(self.timeout_ms),
+                connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+                max_body: self.max_body,
+                accept: self
+                    .accept
+                    .iter()
+                    .map(|a| a.trim().to_ascii_lowercase())
+                    .collect(),
+            },
+            max_redirects: self.max_redirects,
+            max_decoded: self.max_decoded,
+            warc: !self.no_warc,
+            mirror: !self.no_mirror,
+            filter: FilterSize {
+                similar: self.similar,
+                expected_urls: self.expected_urls,
+                false_positive_rate: self.false_positive_rate,
+            },
+            checkpoint_every: Duration::from_secs(self.checkpoint_secs.max(1)),
+            progress: !self.quiet,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_seeds_and_options_are_errors() {
+        let canon = Canonicalizer::default();
+        for args in [
+            &["crawler", "ftp://h/"][..],
+            &["crawler", "not a url"],
+            &["crawler", "http://h/", "--per-host", "0"],
+            &["crawler", "http://h/", "--false-positive-rate", "1"],
+        ] {
+            assert!(
+                Options::parse_from(args).config(&canon).is_err(),
+                "{args:?}"
+            );
+        }
+        let c = Options::parse_from(["crawler", "http://h/#x", "--contact", "ops@example.com"])
+            .config(&canon)
+            .unwrap();
+        assert_eq!(c.seeds[0].as_str(), "http://h/");
+        assert!(c.fetch.user_agent.ends_with("(+ops@example.com)"));
+        assert_eq!(c.per_host, 1);
+    }
+}

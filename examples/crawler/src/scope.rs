@@ -1,0 +1,112 @@
+//! Which URLs belong to the crawl at all.
+
+use url::Url;
+
+/// How far from its seeds a crawl may wander.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Only the seeds' hosts (and ports).
+    Host(Vec<String>),
+    /// Any host under one of the seeds' registrable domains (`www.example.co.uk` and
+    /// `shop.example.co.uk` are one site), decided by the public suffix list.
+    Domain(Vec<String>),
+    /// URLs whose canonical spelling starts with one of these prefixes.
+    Prefix(Vec<String>),
+}
+
+/// The kind of scope the user asked for, before the seeds are known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ScopeKind {
+    /// Same host and port as a seed.
+    Host,
+    /// Same registrable domain as a seed.
+    Domain,
+    /// Same URL prefix as a seed (or a `--prefix`).
+    Prefix,
+}
+
+impl Scope {
+    /// The scope of `kind` around `seeds`; `prefixes` replace the seeds as prefixes when given.
+    pub(crate) fn new(kind: ScopeKind, seeds: &[Url], prefixes: &[Url]) -> Self {
+        let mut keys: Vec<String> = match kind {
+            ScopeKind::Host => seeds.iter().map(host_key).collect(),
+            ScopeKind::Domain => seeds.iter().map(domain_key).collect(),
+            ScopeKind::Prefix if prefixes.is_empty() => {
+                seeds.iter().map(|u| u.to_string()).collect()
+            }
+            ScopeKind::Prefix => prefixes.iter().map(|u| u.to_string()).collect(),
+        };
+        keys.sort();
+        keys.dedup();
+        match kind {
+            ScopeKind::Host => Self::Host(keys),
+            ScopeKind::Domain => Self::Domain(keys),
+            ScopeKind::Prefix => Self::Prefix(keys),
+        }
+    }
+
+    /// Whether `url` (canonical) is inside the crawl.
+    pub(crate) fn contains(&self, url: &Url) -> bool {
+        match self {
+            Self::Host(hosts) => hosts.contains(&host_key(url)),
+            Self::Domain(domains) => domains.contains(&domain_key(url)),
+            Self::Prefix(prefixes) => {
+                let s = url.as_str();
+                prefixes.iter().any(|p| s.starts_with(p.as_str()))
+            }
+        }
+    }
+}
+
+fn host_key(url: &Url) -> String {
+    match url.port_or_known_default() {
+        Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_owned(),
+    }
+}
+
+/// The registrable domain (eTLD+1); hosts without one (IP addresses, `localhost`) stand for
+/// themselves.
+fn domain_key(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.host() {
+        Some(url::Host::Domain(_)) => psl::domain_str(host).unwrap_or(host).to_owned(),
+        _ => host.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn host_scope_is_host_and_port() {
+        let s = Scope::new(ScopeKind::Host, &[u("http://example.com/")], &[]);
+        assert!(s.contains(&u("http://example.com/x")));
+        assert!(!s.contains(&u("http://example.com:8080/x")));
+        assert!(!s.contains(&u("http://www.example.com/x")));
+    }
+
+    #[test]
+    fn domain_scope_uses_the_public_suffix_list() {
+        let s = Scope::new(ScopeKind::Domain, &[u("https://www.example.co.uk/")], &[]);
+        assert!(s.contains(&u("http://shop.example.co.uk/x")));
+        assert!(!s.contains(&u("http://other.co.uk/")));
+        let ip = Scope::new(ScopeKind::Domain, &[u("http://127.0.0.1:9/")], &[]);
+        assert!(ip.contains(&u("http://127.0.0.1:10/")));
+        assert!(!ip.contains(&u("http://127.0.0.2/")));
+    }
+
+    #[test]
+    fn prefix_scope() {
+        let s = Scope::new(ScopeKind::Prefix, &[u("http://h/docs/")], &[]);
+        assert!(s.contains(&u("http://h/docs/a")));
+        assert!(!s.contains(&u("http://h/blog/")));
+        let p = Scope::new(ScopeKind::Prefix, &[u("http://h/docs/")], &[u("http://h/")]);
+        assert!(p.contains(&u("http://h/blog/")));
+    }
+}

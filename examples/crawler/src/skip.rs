@@ -1,0 +1,151 @@
+//! Why a URL was not fetched, and the record of every such decision.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use url_dedup_bloom::BloomFilter;
+
+/// The reason a URL was left out, or a fetch gave no page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum SkipReason {
+    /// Outside the crawl's scope (host, domain or prefix).
+    OutOfScope,
+    /// Longer than the URL length limit (document 002's trap rule).
+    UrlTooLong,
+    /// More `/` than the limit (document 002's trap rule).
+    TooManySlashes,
+    /// Deeper than the depth limit.
+    TooDeep,
+    /// Its host has used up its page budget.
+    HostBudget,
+    /// Disallowed by the host's robots.txt.
+    RobotsDisallowed,
+    /// The host's robots.txt could not be fetched (5xx or network error): RFC 9309 says to
+    /// assume everything is disallowed.
+    RobotsUnreachable,
+    /// Reached through more redirects than allowed.
+    TooManyRedirects,
+    /// A content type the crawl does not accept.
+    ContentType,
+    /// The body on the wire is larger than the limit.
+    BodyTooLarge,
+    /// The decompressed body is larger than the limit (a decompression bomb, or just too big).
+    DecodedTooLarge,
+    /// A content encoding that is not supported or a body that does not decode.
+    BadEncoding,
+    /// The server did not answer in time.
+    Timeout,
+    /// Connection or protocol failure.
+    FetchFailed,
+    /// A redirect without a usable `Location`.
+    BadRedirect,
+    /// A URL without a canonical form (unsupported by the canonicalizer).
+    BadUrl,
+    /// New to the done set but similar to earlier URLs by document 004's features (`--similar`).
+    Similar,
+}
+
+impl SkipReason {
+    /// A short stable name, used in `skipped.tsv` and the summary.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::OutOfScope => "out-of-scope",
+            Self::UrlTooLong => "url-too-long",
+            Self::TooManySlashes => "too-many-slashes",
+            Self::TooDeep => "too-deep",
+            Self::HostBudget => "host-budget",
+            Self::RobotsDisallowed => "robots-disallowed",
+            Self::RobotsUnreachable => "robots-unreachable",
+            Self::TooManyRedirects => "too-many-redirects",
+            Self::ContentType => "content-type",
+            Self::BodyTooLarge => "body-too-large",
+            Self::DecodedTooLarge => "decoded-too-large",
+            Self::BadEncoding => "bad-encoding",
+            Self::Timeout => "timeout",
+            Self::FetchFailed => "fetch-failed",
+            Self::BadRedirect => "bad-redirect",
+            Self::BadUrl => "bad-url",
+            Self::Similar => "similar",
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How many examples of each reason the summary keeps.
+const EXAMPLES: usize = 3;
+
+/// Every skip of the crawl: counted, the first few kept as examples, and all written to
+/// `skipped.tsv` (`reason<TAB>detail<TAB>url`).
+///
+/// A URL linked from a thousand pages is skipped a thousand times; a small Bloom filter keeps
+/// each (reason, URL) pair to one line and one count, so the report counts distinct URLs.
+#[derive(Debug)]
+pub(crate) struct SkipLog {
+    out: BufWriter<File>,
+    reported: BloomFilter,
+    counts: BTreeMap<SkipReason, u64>,
+    examples: BTreeMap<SkipReason, Vec<String>>,
+}
+
+impl SkipLog {
+    /// Opens (appending) `skipped.tsv` in `dir`.
+    pub(crate) fn open(dir: &Path) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("skipped.tsv"))?;
+        let reported = BloomFilter::builder()
+            .expected_items(1_000_000)
+            .false_positive_rate(1e-4)
+            .build()
+            .map_err(io::Error::other)?;
+        Ok(Self {
+            out: BufWriter::new(file),
+            reported,
+            counts: BTreeMap::new(),
+            examples: BTreeMap::new(),
+        })
+    }
+
+    /// Records that `url` was skipped for `reason`; `detail` says more (a content type, a limit).
+    pub(crate) fn record(&mut self, reason: SkipReason, url: &str, detail: &str) -> io::Result<()> {
+        let mut key = Vec::with_capacity(url.len() + 1);
+        key.push(reason as u8);
+        key.extend_from_slice(url.as_bytes());
+        if !self.reported.check_and_insert(&key) {
+            return Ok(());
+        }
+        *self.counts.entry(reason).or_default() += 1;
+        let examples = self.examples.entry(reason).or_default();
+        if examples.len() < EXAMPLES {
+            examples.push(if detail.is_empty() {
+                url.to_owned()
+            } else {
+                format!("{url} ({detail})")
+            });
+        }
+        writeln!(self.out, "{reason}\t{detail}\t{url}")
+    }
+
+    /// Distinct URLs skipped per reason in this run.
+    pub(crate) fn counts(&self) -> &BTreeMap<SkipReason, u64> {
+        &self.counts
+    }
+
+    /// The first few skipped URLs per reason.
+    pub(crate) fn examples(&self, reason: SkipReason) -> &[String] {
+        self.examples.get(&reason).map_or(&[], Vec::as_slice)
+    }
+
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}

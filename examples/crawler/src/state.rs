@@ -1,0 +1,425 @@
+//! The crawl's durable state behind one lock: the done set, the run queue, the journal, the
+//! WARC file and the skip report.
+//!
+//! Admission and completion happen under this lock, so the done-set check is exact
+//! (check-and-insert, never two workers admitting one URL), and every change reaches the journal
+//! in the order it happened. The lock is taken once per fetched page, not once per link.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use url_dedup_bloom::BloomFilter;
+use url_dedup_similarity::{Preset, SimilarityFilter};
+
+use crate::checkpoint::{self, CheckpointRef};
+use crate::error::CrawlError;
+use crate::fetch::Exchange;
+use crate::frontier::{Job, Pending};
+use crate::journal::{self, Event, Journal};
+use crate::skip::{SkipLog, SkipReason};
+use crate::warc::WarcWriter;
+
+/// Sizing of the done-set filter.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FilterSize {
+    pub(crate) expected_urls: u64,
+    pub(crate) false_positive_rate: f64,
+    /// Also run document 004's similarity filter (crawler preset, 1% false positives).
+    pub(crate) similar: bool,
+}
+
+/// Counters of this run.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    /// Responses received (any status).
+    pub(crate) fetched: u64,
+    /// Body bytes received on the wire.
+    pub(crate) wire_bytes: u64,
+    pub(crate) by_status: BTreeMap<u16, u64>,
+    /// URLs admitted to the run queue.
+    pub(crate) admitted: u64,
+    /// Links (after canonicalization) that the done set had already seen.
+    pub(crate) duplicate_links: u64,
+    /// Links whose canonical form differs from their spelling on the page.
+    pub(crate) canonicalized: u64,
+    /// Redirect responses whose target was handed to the done set.
+    pub(crate) redirects: u64,
+    /// Pages whose decoded body equals an earlier page's.
+    pub(crate) identical_bodies: u64,
+    pub(crate) nofollow: u64,
+    /// Compressed responses decoded.
+    pub(crate) decoded: u64,
+    /// Page URLs found in sitemaps.
+    pub(crate) sitemap_urls: u64,
+    pub(crate) mirror_files: u64,
+}
+
+/// What the done set said about a link.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    Admitted(Job),
+    Duplicate,
+    Skipped(SkipReason),
+}
+
+/// How the previous run left the output directory.
+#[derive(Debug, Default)]
+pub(crate) struct Resumed {
+    pub(crate) pending: usize,
+    pub(crate) pages_done: u64,
+    pub(crate) from_checkpoint: bool,
+    pub(crate) journal_events: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct CrawlState {
+    dir: PathBuf,
+    seen: BloomFilter,
+    similar: Option<SimilarityFilter>,
+    pending: Pending,
+    host_admitted: HashMap<String, u64>,
+    host_budget: u64,
+    generation: u64,
+    journal: Journal,
+    warc: Option<WarcWriter>,
+    warc_len: u64,
+    pages_done: u64,
+    body_hashes: HashSet<u64>,
+    pub(crate) skips: SkipLog,
+    pub(crate) stats: Stats,
+}
+
+impl CrawlState {
+    /// Opens the state in `dir`: a fresh crawl, or the checkpoint and journal of an interrupted
+    /// one.
+    pub(crate) fn open(
+        dir: &Path,
+        size: FilterSize,
+        host_budget: u64,
+        warc: bool,
+        software: &str,
+    ) -> Result<(Self, Resumed), CrawlError> {
+        let mut resumed = Resumed::default();
+        let mut similar = None;
+        let (mut seen, mut pending, mut host_admitted, generation, mut warc_len, mut pages_done) =
+            match checkpoint::read(dir)? {
+                Some(c) => {
+                    resumed.from_checkpoint = true;
+                    similar = c.similar;
+                    let mut pending = Pending::default();
+                    c.pending.into_iter().for_each(|j| pending.push(j));
+                    (
+                        c.seen,
+                        pending,
+                        c.host_admitted,
+                        c.generation,
+                        c.warc_len,
+                        c.pages_done,
+                    )
+                }
+                None => {
+                    let seen = BloomFilter::builder()
+                        .expected_items(size.expected_urls)
+                        .false_positive_rate(size.false_positive_rate)
+                        .build()?;
+                    (seen, Pending::default(), HashMap::new(), 0, 0, 0)
+                }
+            };
+        // A crawl resumed with --similar that did not use it before starts its similarity
+        // filter from what is journaled; one resumed without --similar drops it.
+        if !size.similar {
+            similar = None;
+        } else if similar.is_none() {
+            similar = Some(
+                SimilarityFilter::builder()
+                    .expected_items(size.expected_urls)
+                    .false_positive_rate(0.01)
+                    .preset(Preset::Crawler)
+                    .build()?,
+            );
+        }
+        let journal_path = journal::path(dir, generation);
+        let (events, valid) = journal::replay(&journal_path)
+            .map_err(CrawlError::io("reading journal", &journal_path))?;
+        resumed.journal_events = events.len();
+        for event in events {
+            match event {
+                Event::Admitted(job) => {
+                    seen.insert(&*job.url);
+                    if let Some(s) = &mut similar {
+                        s.check_and_insert(&job.url);
+                    }
+                    *host_admitted.entry(host_key(&job.url)).or_default() += 1;
+                    pending.push(job);
+                }
+                Event::Done {
+                    url,
+                    warc_len: len,
+                    fetched,
+                } => {
+                    pending.remove(&url);
+                    warc_len = warc_len.max(len);
+                    pages_done += u64::from(fetched);
+                }
+            }
+        }
+        resumed.pending = pending.len();
+        resumed.pages_done = pages_done;
+        let journal = Journal::open(dir, generation, valid)
+            .map_err(CrawlError::io("opening journal", &journal_path))?;
+        let warc = if warc {
+            let path = dir.join("crawl.warc");
+            Some(
+                WarcWriter::open(&path, warc_len, software)
+                    .map_err(CrawlError::io("opening WARC", &path))?,
+            )
+        } else {
+            None
+        };
+        if let Some(w) = &warc {
+            warc_len = w.offset();
+        }
+        let skips = SkipLog::open(dir).map_err(CrawlError::io(
+            "opening skip report",
+            dir.join("skipped.tsv"),
+        ))?;
+        let state = Self {
+            dir: dir.to_owned(),
+            seen,
+            similar,
+            pending,
+            host_admitted,
+            host_budget,
+            generation,
+            journal,
+            warc,
+            warc_len,
+            pages_done,
+            body_hashes: HashSet::new(),
+            skips,
+            stats: Stats::default(),
+        };
+        Ok((state, resumed))
+    }
+
+    /// The run queue, in admission order.
+    pub(crate) fn pending(&self) -> impl Iterator<Item = &Job> {
+        self.pending.iter()
+    }
+
+    pub(crate) fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Pages fetched over all runs.
+    pub(crate) fn pages_done(&self) -> u64 {
+        self.pages_done
+    }
+
+    pub(crate) fn filter(&self) -> &BloomFilter {
+        &self.seen
+    }
+
+    pub(crate) fn warc_records(&self) -> u64 {
+        self.warc.as_ref().map_or(0, WarcWriter::records)
+    }
+
+    /// Offers `job` to the done set: admitted (and journaled) when new and within its host's
+    /// budget.
+    pub(crate) fn admit(&mut self, job: Job) -> Result<Admission, CrawlError> {
+        let digest = self.seen.hash(&*job.url);
+        if self.seen.contains_digest(digest) {
+            self.stats.duplicate_links += 1;
+            return Ok(Admission::Duplicate);
+        }
+        let host = host_key(&job.url);
+        let count = self.host_admitted.get(&host).copied().unwrap_or(0);
+        if count >= self.host_budget {
+            self.skip(SkipReason::HostBudget, &job.url, "")?;
+            return Ok(Admission::Skipped(SkipReason::HostBudget));
+        }
+        self.seen.check_and_insert_digest(digest);
+        if let Some(similar) = &mut self.similar {
+            let verdict = similar.check_and_insert(&job.url);
+            if verdict.is_similar() {
+                // Kept in the done set, so the next link to it is a plain duplicate.
+                let why = similar.explain(&verdict).to_string();
+                self.skip(SkipReason::Similar, &job.url, &why)?;
+                return Ok(Admission::Skipped(SkipReason::Similar));
+            }
+        }
+        self.host_admitted.insert(host, count + 1);
+        self.journal.admitted(&job).map_err(self.journal_error())?;
+        self.pending.push(job.clone());
+        self.stats.admitted += 1;
+        Ok(Admission::Admitted(job))
+    }
+
+    /// Records a skip in the report.
+    pub(crate) fn skip(
+        &mut self,
+        reason: SkipReason,
+        url: &str,
+        detail: &str,
+    ) -> Result<(), CrawlError> {
+        self.skips
+            .record(reason, url, detail)
+            .map_err(CrawlError::io(
+                "writing skip report",
+                self.dir.join("skipped.tsv"),
+            ))
+    }
+
+    /// Marks `job` done. With an exchange, its records go to the WARC first, so the journaled
+    /// WARC length covers them. Returns whether the run queue is now empty.
+    pub(crate) fn complete(
+        &mut self,
+        job: &Job,
+        exchange: Option<&Exchange>,
+    ) -> Result<bool, CrawlError> {
+        if let Some(x) = exchange {
+            self.stats.fetched += 1;
+            self.stats.wire_bytes += x.body.len() as u64;
+            *self.stats.by_status.entry(x.status.as_u16()).or_default() += 1;
+            if let Some(w) = &mut self.warc {
+                self.warc_len = w
+                    .write_exchange(&job.url, None, x)
+                    .map_err(CrawlError::io("writing WARC", self.dir.join("crawl.warc")))?;
+            }
+            self.pages_done += 1;
+        }
+        self.journal
+            .done(&job.url, self.warc_len, exchange.is_some())
+            .map_err(self.journal_error())?;
+        self.journal.flush().map_err(self.journal_error())?;
+        let _ = self.skips.flush();
+        self.pending.remove(&job.url);
+        Ok(self.pending.is_empty())
+    }
+
+    /// Counts a page whose decoded body (by its XXH3 `hash`) equals an earlier page's: the same
+    /// content under another URL, which no URL rule can see.
+    pub(crate) fn body_seen_hash(&mut self, hash: u64) {
+        if !self.body_hashes.insert(hash) {
+            self.stats.identical_bodies += 1;
+        }
+    }
+
+    /// Writes a checkpoint and starts the next journal generation.
+    pub(crate) fn checkpoint(&mut self) -> Result<(), CrawlError> {
+        self.journal.sync().map_err(self.journal_error())?;
+        if let Some(w) = &mut self.warc {
+            w.flush()
+                .map_err(CrawlError::io("writing WARC", self.dir.join("crawl.warc")))?;
+        }
+        let next = self.generation + 1;
+        checkpoint::write(
+            &self.dir,
+            CheckpointRef {
+                generation: next,
+                pages_done: self.pages_done,
+                warc_len: self.warc_len,
+                pending: self.pending.iter(),
+                host_admitted: &self.host_admitted,
+                seen: &self.seen,
+                similar: self.similar.as_ref(),
+            },
+        )?;
+        let old = journal::path(&self.dir, self.generation);
+        self.journal = Journal::open(&self.dir, next, 0).map_err(CrawlError::io(
+            "opening journal",
+            journal::path(&self.dir, next),
+        ))?;
+        self.generation = next;
+        let _ = std::fs::remove_file(old);
+        Ok(())
+    }
+
+    fn journal_error(&self) -> impl FnOnce(std::io::Error) -> CrawlError {
+        CrawlError::io("writing journal", journal::path(&self.dir, self.generation))
+    }
+}
+
+/// `host:port` of a canonical URL string, the unit of the per-host budget.
+pub(crate) fn host_key(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .map(|u| {
+            format!(
+                "{}:{}",
+                u.host_str().unwrap_or_default(),
+                u.port_or_known_default().unwrap_or(0)
+            )
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frontier::JobKind;
+
+    fn job(u: &str) -> Job {
+        Job {
+            url: u.into(),
+            depth: 0,
+            hops: 0,
+            kind: JobKind::Page,
+        }
+    }
+
+    const SIZE: FilterSize = FilterSize {
+        expected_urls: 1000,
+        false_positive_rate: 1e-6,
+        similar: false,
+    };
+
+    #[test]
+    fn admission_is_exact_and_budgeted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = CrawlState::open(dir.path(), SIZE, 2, false, "t").unwrap();
+        assert!(matches!(
+            s.admit(job("http://h/a")).unwrap(),
+            Admission::Admitted(_)
+        ));
+        assert_eq!(s.admit(job("http://h/a")).unwrap(), Admission::Duplicate);
+        assert!(matches!(
+            s.admit(job("http://h/b")).unwrap(),
+            Admission::Admitted(_)
+        ));
+        assert_eq!(
+            s.admit(job("http://h/c")).unwrap(),
+            Admission::Skipped(SkipReason::HostBudget)
+        );
+        assert!(matches!(
+            s.admit(job("http://g/c")).unwrap(),
+            Admission::Admitted(_)
+        ));
+        assert_eq!(s.pending_len(), 3);
+    }
+
+    #[test]
+    fn reopening_replays_checkpoint_and_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut s, _) = CrawlState::open(dir.path(), SIZE, 100, false, "t").unwrap();
+            s.admit(job("http://h/a")).unwrap();
+            s.admit(job("http://h/b")).unwrap();
+            s.complete(&job("http://h/a"), None).unwrap();
+            s.checkpoint().unwrap();
+            s.admit(job("http://h/c")).unwrap();
+            s.complete(&job("http://h/b"), None).unwrap();
+            // dropped without a final checkpoint, as after kill -9
+        }
+        let (mut s, resumed) = CrawlState::open(dir.path(), SIZE, 100, false, "t").unwrap();
+        assert!(resumed.from_checkpoint);
+        assert_eq!(resumed.journal_events, 2);
+        assert_eq!(
+            s.pending().map(|j| &*j.url).collect::<Vec<_>>(),
+            ["http://h/c"]
+        );
+        for u in ["http://h/a", "http://h/b", "http://h/c"] {
+            assert_eq!(s.admit(job(u)).unwrap(), Admission::Duplicate, "{u}");
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! WARC/1.1 output: a `warcinfo` record, then a `request` and a `response` record per fetch.
+//!
+//! One uncompressed file per output directory (`crawl.warc`). Records are appended and flushed
+//! as each page is committed, and the committed length is journaled, so after a crash the file
+//! is cut back to its last whole, committed record before the crawl continues.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::fetch::Exchange;
+
+/// Appends records to a WARC file.
+#[derive(Debug)]
+pub(crate) struct WarcWriter {
+    out: BufWriter<File>,
+    offset: u64,
+    records: u64,
+}
+
+impl WarcWriter {
+    /// Opens `path`, cutting it to `committed` bytes (the journaled length) when it is longer;
+    /// a new file starts with a `warcinfo` record.
+    pub(crate) fn open(path: &Path, committed: u64, software: &str) -> io::Result<Self> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .write(true)
+            .truncate(false)
+            .open(path)?;
+        let len = file.metadata()?.len();
+        let offset = committed.min(len);
+        file.set_len(offset)?;
+        file.seek(SeekFrom::Start(offset))?;
+        let mut writer = Self {
+            out: BufWriter::with_capacity(256 * 1024, file),
+            offset,
+            records: 0,
+        };
+        if offset == 0 {
+            let info = format!("software: {software}\r\nformat: WARC File Format 1.1\r\n");
+            writer.record(
+                "warcinfo",
+                None,
+                "application/warc-fields",
+                &[info.as_bytes()],
+                &[],
+            )?;
+            writer.flush()?;
+        }
+        Ok(writer)
+    }
+
+    /// Appends the request and response records of one exchange and flushes them; returns the
+    /// file length after them.
+    pub(crate) fn write_exchange(
+        &mut self,
+        url: &str,
+        ip: Option<&str>,
+        x: &Exchange,
+    ) -> io::Result<u64> {
+        let response_id = record_id()?;
+        let date = iso8601(x.date);
+        let mut extra = vec![
+            ("WARC-Target-URI", url.to_owned()),
+            ("WARC-Date", date.clone()),
+        ];
+        if let Some(ip) = ip {
+            extra.push(("WARC-IP-Address", ip.to_owned()));
+        }
+        let mut req_extra = extra.clone();
+        req_extra.push(("WARC-Concurrent-To", response_id.clone()));
+        self.record_with_id(
+            &record_id()?,
+            "request",
+            "application/http;msgtype=request",
+            &[&x.request_head],
+            &req_extra,
+        )?;
+        let head = x.response_head();
+        self.record_with_id(
+            &response_id,
+            "response",
+            "application/http;msgtype=response",
+            &[&head, &x.body],
+            &extra,
+        )?;
+        self.flush()?;
+        Ok(self.offset)
+    }
+
+    /// Bytes written so far (whole records only).
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Records written by this process.
+    pub(crate) fn records(&self) -> u64 {
+        self.records
+    }
+
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn record(
+        &mut self,
+        kind: &str,
+        url: Option<&str>,
+        content_type: &str,
+        block: &[&[u8]],
+        extra: &[(&str, String)],
+    ) -> io::Result<()> {
+        let mut fields = extra.to_vec();
+        if let Some(url) = url {
+            fields.push(("WARC-Target-URI", url.to_owned()));
+        }
+        if !fields.iter().any(|(n, _)| *n == "WARC-Date") {
+            fields.push(("WARC-Date", iso8601(SystemTime::now())));
+        }
+        self.record_with_id(&record_id()?, kind, content_type, block, &fields)
+    }
+
+    fn record_with_id(
+        &mut self,
+        id: &str,
+        kind: &str,
+        content_type: &str,
+        block: &[&[u8]],
+        fields: &[(&str, String)],
+    ) -> io::Result<()> {
+        let len: usize = block.iter().map(|b| b.len()).sum();
+        let mut head = format!("WARC/1.1\r\nWARC-Type: {kind}\r\nWARC-Record-ID: {id}\r\n");
+        for (name, value) in fields {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!(
+            "Content-Type: {content_type}\r\nContent-Length: {len}\r\n\r\n"
+        ));
+        self.out.write_all(head.as_bytes())?;
+        for part in block {
+            self.out.write_all(part)?;
+        }
+        self.out.write_all(b"\r\n\r\n")?;
+        self.offset += (head.len() + len + 4) as u64;
+        self.records += 1;
+        Ok(())
+    }
+}
+
+/// A random (version 4) UUID as a WARC record id.
+fn record_id() -> io::Result<String> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| io::Error::other(e.to_string()))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!(
+        "<urn:uuid:{}-{}-{}-{}-{}>",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+}
+
+/// `YYYY-MM-DDThh:mm:ssZ` (UTC) without a date library: days to civil date after Howard
+/// Hinnant's `civil_from_days`.
+fn iso8601(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dates() {
+        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            iso8601(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            iso8601(UNIX_EPOCH + Duration::from_secs(1_795_000_000)),
+            "2026-11-18T11:06:40Z"
+        );
+    }
+
+    #[test]
+    fn record_ids_are_v4_uuids() {
+        let id = record_id().unwrap();
+        assert_eq!(id.len(), 47);
+        assert_eq!(&id[24..25], "4");
+        assert_ne!(id, record_id().unwrap());
+    }
+}
