@@ -78,15 +78,32 @@ fn normalize_lowercase_into(src: &str, out: &mut String) {
 }
 
 /// Appends the octet `hi lo`: decoded if unreserved, else as `%XY` in upper case.
+///
+/// One exception keeps canonicalization idempotent: a hex digit is left encoded when the output
+/// ends with a stray `%` or `%X` (a `%` not starting a valid triplet), because decoding it
+/// would complete a new triplet that the next pass would decode again (`%%330` would become
+/// `%30`, then `0`).
 #[inline]
 fn push_octet(out: &mut String, hi: u8, lo: u8, lowercase: bool) {
     let octet = hi << 4 | lo;
-    if is_unreserved(octet) {
+    if is_unreserved(octet) && !(octet.is_ascii_hexdigit() && ends_with_stray_percent(out)) {
         out.push(fold(octet, lowercase) as char);
     } else {
         out.push('%');
         out.push(UPPER_HEX[usize::from(hi)] as char);
         out.push(UPPER_HEX[usize::from(lo)] as char);
+    }
+}
+
+/// Whether `out` ends with `%` or `%` and one hex digit: the start of an incomplete triplet.
+/// Complete triplets in the output always end in two hex digits after their `%`, so a `%` in
+/// the last two positions can only be stray.
+#[inline]
+fn ends_with_stray_percent(out: &str) -> bool {
+    match out.as_bytes() {
+        [.., b'%'] => true,
+        [.., b'%', d] => d.is_ascii_hexdigit(),
+        _ => false,
     }
 }
 
@@ -108,6 +125,20 @@ fn utf8_len(first: u8) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stray_percent_does_not_complete_a_new_triplet() {
+        for (input, lowercase) in [("/%%330", false), ("/%3%30", false), ("/%%330", true)] {
+            let mut once = String::new();
+            normalize_into(input, &mut once, lowercase);
+            let mut twice = String::new();
+            normalize_into(&once, &mut twice, lowercase);
+            assert_eq!(once, twice, "{input}");
+        }
+        let mut out = String::new();
+        normalize_into("/%%330/%41", &mut out, false);
+        assert_eq!(out, "/%%330/A");
+    }
 
     fn norm(s: &str, lower: bool) -> String {
         let mut out = String::new();

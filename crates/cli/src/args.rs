@@ -22,6 +22,8 @@ Examples:
   url-dedup --similar crawler --explain=dropped.tsv urls.txt
                                                   also fold near-duplicates, say why each was dropped
   url-dedup --raw urls.txt                        byte-exact, no canonicalization
+  url-dedup --redis redis://10.0.0.5:6379/ part-1.txt
+                                                  share the seen set with other machines
 
 Exit status: 0 on success (invalid lines are reported, not fatal), 1 on an I/O error or an
 unusable state file, 2 on a usage error."
@@ -51,6 +53,20 @@ pub(crate) struct Args {
     /// run completes, so only URLs new to all runs are printed.
     #[arg(long, value_name = "FILE")]
     pub(crate) state: Option<PathBuf>,
+
+    /// Keep the seen-URL filter in Redis at URL (e.g. redis://127.0.0.1:6379/) so several
+    /// runs, processes or machines share it: each URL is printed by exactly one of them.
+    #[arg(long, value_name = "URL")]
+    pub(crate) redis: Option<String>,
+
+    /// Key prefix of the shared filter in Redis.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "url-dedup",
+        requires = "redis"
+    )]
+    pub(crate) redis_prefix: String,
 
     /// Print counts per outcome, memory per URL and throughput to stderr at the end.
     #[arg(long)]

@@ -192,6 +192,9 @@ fn builder(args: &Args, input_bytes: Option<u64>) -> url_dedup::Builder {
     } else {
         b.canonicalization(policy(args))
     };
+    if let Some(url) = &args.redis {
+        b = b.redis(url, &args.redis_prefix);
+    }
     if let Some(preset) = args.similar {
         b = b.similarity(match preset {
             SimilarPreset::Crawler => Preset::Crawler,

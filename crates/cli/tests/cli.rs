@@ -201,3 +201,39 @@ fn exit_codes() {
     let help = url_dedup().arg("--help").output().unwrap();
     assert!(String::from_utf8_lossy(&help.stdout).contains("Examples:"));
 }
+
+#[test]
+fn runs_sharing_redis_print_each_url_once() {
+    let Some(server) = url_dedup_redis::testing::RedisServer::start_or_skip("cli --redis") else {
+        return;
+    };
+    let run = |input: &str| {
+        let out = url_dedup()
+            .arg("--redis")
+            .arg(server.url())
+            .arg("-n")
+            .arg("10000")
+            .write_stdin(input.to_owned())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        stdout_lines(&out)
+    };
+    assert_eq!(
+        run("https://a.example/\nhttps://b.example/\n"),
+        ["https://a.example/", "https://b.example/"]
+    );
+    // A second "machine": only what the first did not print.
+    assert_eq!(
+        run("https://B.example/\nhttps://c.example/\n"),
+        ["https://c.example/"]
+    );
+
+    let out = url_dedup()
+        .arg("--redis")
+        .arg("redis://127.0.0.1:1/")
+        .write_stdin("https://a.example/\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}

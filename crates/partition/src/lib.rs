@@ -42,8 +42,8 @@
 //!   [`ShardTransfer`]s and imported by their new owner, in one process or across processes.
 //! * [`Shard`]: the small trait a filter implements to be a shard (done here for
 //!   [`BloomFilter`](url_dedup_bloom::BloomFilter) and
-//!   [`AtomicBloomFilter`](url_dedup_bloom::AtomicBloomFilter); the segmented filter
-//!   implements it too).
+//!   [`AtomicBloomFilter`](url_dedup_bloom::AtomicBloomFilter) with [`BloomShardParams`], and
+//!   for the cache-line segmented filter with [`SegmentedShardParams`]).
 //!
 //! # Design choices
 //!
@@ -98,7 +98,7 @@ pub use error::Error;
 pub use migration::{Migration, Move};
 pub use node::{NodeId, VirtualNode};
 pub use route_key::RouteKey;
-pub use shard::{BloomShardParams, Shard};
+pub use shard::{BloomShardParams, SegmentedShardParams, Shard};
 pub use sharded::{ShardedFilter, Verdict};
 pub use table::{NodeInfo, PartitionTable};
 pub use transfer::ShardTransfer;

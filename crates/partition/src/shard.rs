@@ -3,13 +3,13 @@
 use url_dedup_bloom::hash::{Digest, HashKey, ItemHasher};
 use url_dedup_bloom::sizing::Sizing;
 use url_dedup_bloom::{AtomicBloomFilter, BloomFilter, Error as BloomError};
+use url_dedup_segmented::{Error as SegmentedError, Layout, MemoryStore, SegmentedBloomFilter};
 
 /// A deduplication filter that can live in one virtual node and travel with it.
 ///
 /// Deliberately small: create an empty shard from parameters, answer by [`Digest`] (the
 /// sharded filter hashes each URL once), and turn into bytes and back. The classic filters of
-/// `url-dedup-bloom` implement it here; the segmented filter (`url-dedup-segmented`) implements
-/// it the same way in a few lines.
+/// `url-dedup-bloom` and the segmented filter of `url-dedup-segmented` implement it here.
 ///
 /// **Contract on digests.** Every digest a shard sees has the same low `log2 N` bits of `h1`
 /// (they chose its virtual node). A shard must derive positions from the high bits of `h1`
@@ -209,6 +209,108 @@ impl<H: ItemHasher> Shard for AtomicBloomFilter<H> {
     fn import(bytes: &[u8], p: &BloomShardParams) -> Result<Self, BloomError> {
         let f = AtomicBloomFilter::<H>::read_from(bytes)?;
         p.check(f.expected_items(), f.bits(), f.hashes(), f.key())?;
+        Ok(f)
+    }
+}
+
+/// Parameters of a segmented-filter shard: the same for every shard of one
+/// [`ShardedFilter`](crate::ShardedFilter), so a shard that arrives from another node is checked
+/// against them before it is used.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_bloom::hash::HashKey;
+/// use url_dedup_partition::{SegmentedShardParams, Shard};
+/// use url_dedup_segmented::SegmentedBloomFilter;
+///
+/// let p = SegmentedShardParams::new(1_000, 0.01, 512, HashKey::from_bytes([1; 16]));
+/// let mut shard = <SegmentedBloomFilter as Shard>::create(&p)?;
+/// let d = shard.hash("https://example.com/");
+/// assert!(Shard::check_and_insert_digest(&mut shard, d));
+/// let copy = <SegmentedBloomFilter as Shard>::import(&Shard::export(&shard)?, &p)?;
+/// assert!(Shard::contains_digest(&copy, d));
+/// # Ok::<(), url_dedup_segmented::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SegmentedShardParams {
+    /// Items one shard is sized for.
+    pub expected_items: u64,
+    /// False-positive rate at that many items.
+    pub false_positive_rate: f64,
+    /// Bits per segment (512, one cache line, for in-memory shards).
+    pub segment_bits: u64,
+    /// The hash key all shards share.
+    pub key: HashKey,
+}
+
+impl SegmentedShardParams {
+    /// Parameters from their parts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_bloom::hash::HashKey;
+    /// let p = url_dedup_partition::SegmentedShardParams::new(10, 0.01, 512, HashKey::from_bytes([0; 16]));
+    /// assert_eq!(p.segment_bits, 512);
+    /// ```
+    pub fn new(
+        expected_items: u64,
+        false_positive_rate: f64,
+        segment_bits: u64,
+        key: HashKey,
+    ) -> Self {
+        Self {
+            expected_items,
+            false_positive_rate,
+            segment_bits,
+            key,
+        }
+    }
+
+    fn layout(&self) -> Result<Layout, SegmentedError> {
+        Layout::for_items(
+            self.expected_items,
+            self.false_positive_rate,
+            self.segment_bits,
+        )
+    }
+}
+
+impl<H: ItemHasher> Shard for SegmentedBloomFilter<H, MemoryStore> {
+    type Params = SegmentedShardParams;
+    type Error = SegmentedError;
+
+    fn create(p: &SegmentedShardParams) -> Result<Self, SegmentedError> {
+        SegmentedBloomFilter::builder()
+            .layout(p.layout()?)
+            .expected_items(p.expected_items)
+            .hasher(H::from_key(p.key))
+            .build()
+    }
+
+    #[inline]
+    fn check_and_insert_digest(&mut self, digest: Digest) -> bool {
+        SegmentedBloomFilter::check_and_insert_digest(self, digest)
+    }
+
+    #[inline]
+    fn contains_digest(&self, digest: Digest) -> bool {
+        SegmentedBloomFilter::contains_digest(self, digest)
+    }
+
+    fn export(&self) -> Result<Vec<u8>, SegmentedError> {
+        Ok(self.to_bytes())
+    }
+
+    fn import(bytes: &[u8], p: &SegmentedShardParams) -> Result<Self, SegmentedError> {
+        let f = SegmentedBloomFilter::<H, MemoryStore>::from_bytes(bytes)?;
+        if f.layout() != p.layout()? || f.key() != p.key || f.expected_items() != p.expected_items {
+            return Err(SegmentedError::Incompatible(
+                "shard was built with other parameters than this filter's",
+            ));
+        }
         Ok(f)
     }
 }

@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use url_dedup_bloom::hash::HashKey;
 use url_dedup_bloom::{AtomicBloomFilter, BloomFilter};
 use url_dedup_partition::{
-    BloomShardParams, Change, Error, NodeId, PartitionTable, RouteKey, Shard, ShardTransfer,
-    ShardedFilter, Verdict,
+    BloomShardParams, Change, Error, NodeId, PartitionTable, RouteKey, SegmentedShardParams, Shard,
+    ShardTransfer, ShardedFilter, Verdict,
 };
 
 const KEY: HashKey = HashKey::from_bytes(*b"cluster-key-0001");
@@ -125,6 +125,25 @@ proptest! {
                 prop_assert_eq!(c.submit(url), Verdict::Seen, "{} re-admitted", url);
             }
         }
+    }
+}
+
+#[test]
+fn segmented_shards_move_too() {
+    let params = SegmentedShardParams::new(200, 0.001, 512, KEY);
+    let mut c: Cluster<url_dedup_segmented::SegmentedBloomFilter> =
+        Cluster::new(32, 2, RouteKey::Url, params);
+    let urls: Vec<String> = (0..2_000)
+        .map(|i| format!("https://site{}.example/{i}", i % 23))
+        .collect();
+    for u in &urls {
+        assert_eq!(c.submit(u), Verdict::New);
+    }
+    c.change(Change::join(NodeId(3)), true).unwrap();
+    c.change(Change::join(NodeId(4)), false).unwrap();
+    c.change(Change::leave(NodeId(1)), true).unwrap();
+    for u in &urls {
+        assert_eq!(c.submit(u), Verdict::Seen, "{u} re-admitted");
     }
 }
 

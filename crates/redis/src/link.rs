@@ -233,7 +233,31 @@ impl Link {
     /// budget is spent. `attempt` must be safe to repeat: the reply to a command that did run
     /// can be lost with the connection, so every operation built on this is idempotent or
     /// carries a token that makes its repetition harmless.
-    pub(crate) async fn run<T, F, Fut>(&self, operation: &'static str, mut attempt: F) -> Result<T>
+    ///
+    /// Public so that crates built on this one (the two-tier protocol) share this one retry
+    /// loop instead of writing their own.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Redis`] for a permanent failure, [`Error::Unavailable`] once the budget is spent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("run example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let link = url_dedup_redis::Link::connect(&server.url()).await?;
+    /// let n: u64 = link
+    ///     .run("count", |mut conn| async move {
+    ///         redis::cmd("INCR").arg("hits").query_async(&mut conn).await
+    ///     })
+    ///     .await?;
+    /// assert_eq!(n, 1);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn run<T, F, Fut>(&self, operation: &'static str, mut attempt: F) -> Result<T>
     where
         F: FnMut(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,

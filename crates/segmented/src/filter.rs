@@ -456,16 +456,7 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     /// ```
     pub fn check_and_insert_batch_into<I: AsRef<[u8]>>(&self, items: &[I], out: &mut Vec<bool>) {
         out.reserve(items.len());
-        let mut probes = [Probe::default(); CHUNK];
-        for chunk in items.chunks(CHUNK) {
-            for (probe, item) in probes.iter_mut().zip(chunk) {
-                *probe = self.layout.probe(self.hasher.hash(item.as_ref()));
-                self.store.prefetch(probe.segment);
-            }
-            for &probe in &probes[..chunk.len()] {
-                out.push(self.store.check_and_insert(probe));
-            }
-        }
+        self.pipelined(items, |p| out.push(self.store.check_and_insert(p)));
     }
 
     /// Looks up a batch, overlapping the cache misses like
@@ -481,17 +472,39 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     /// ```
     pub fn contains_batch<I: AsRef<[u8]>>(&self, items: &[I]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        let mut probes = [Probe::default(); CHUNK];
-        for chunk in items.chunks(CHUNK) {
-            for (probe, item) in probes.iter_mut().zip(chunk) {
-                *probe = self.layout.probe(self.hasher.hash(item.as_ref()));
-                self.store.prefetch(probe.segment);
-            }
-            for &probe in &probes[..chunk.len()] {
-                out.push(self.store.contains(probe));
-            }
-        }
+        self.pipelined(items, |p| out.push(self.store.contains(p)));
         out
+    }
+
+    /// Calls `apply` on the probe of every item, in order, with the segments of one chunk
+    /// requested from memory while the previous chunk is applied: hashing and memory latency
+    /// overlap instead of following one another.
+    #[inline]
+    fn pipelined<I: AsRef<[u8]>>(&self, items: &[I], mut apply: impl FnMut(Probe)) {
+        let mut ready = [Probe::default(); CHUNK];
+        let mut next = [Probe::default(); CHUNK];
+        let mut chunks = items.chunks(CHUNK);
+        let mut ready_len = match chunks.next() {
+            Some(chunk) => self.locate_chunk(chunk, &mut ready),
+            None => return,
+        };
+        for chunk in chunks {
+            let next_len = self.locate_chunk(chunk, &mut next);
+            ready[..ready_len].iter().for_each(|&p| apply(p));
+            std::mem::swap(&mut ready, &mut next);
+            ready_len = next_len;
+        }
+        ready[..ready_len].iter().for_each(|&p| apply(p));
+    }
+
+    /// Hashes a chunk of items into `probes` and requests each one's segment.
+    #[inline]
+    fn locate_chunk<I: AsRef<[u8]>>(&self, chunk: &[I], probes: &mut [Probe; CHUNK]) -> usize {
+        for (probe, item) in probes.iter_mut().zip(chunk) {
+            *probe = self.layout.probe(self.hasher.hash(item.as_ref()));
+            self.store.prefetch(probe.segment);
+        }
+        chunk.len().min(CHUNK)
     }
 
     /// Number of bits set.

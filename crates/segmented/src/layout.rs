@@ -16,8 +16,7 @@ pub const DEFAULT_SEGMENT_BITS: u64 = 512;
 /// The largest segment: 512 MiB, the largest string Redis stores.
 pub const MAX_SEGMENT_BITS: u64 = 1 << 32;
 
-/// Multiplier of the position sequence: odd, so `x -> x * C` permutes the 64-bit values, and
-/// the golden-ratio constant spreads each step's high bits well.
+/// SplitMix64's increment (the golden ratio), added before each remix.
 const STEP: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// The geometry of a segmented filter: `segments` segments of `segment_bits` bits each, and
@@ -48,8 +47,8 @@ pub struct Layout {
     segments: u64,
     segment_bits: u64,
     hashes: u32,
-    /// `64 - log2(segment_bits)`: the shift that turns a 64-bit value into an offset.
-    shift: u32,
+    /// `log2(segment_bits)`: bits per offset.
+    width: u32,
 }
 
 /// The fields of a [`Layout`] before validation (serde goes through this).
@@ -116,7 +115,7 @@ impl Layout {
             segments,
             segment_bits,
             hashes,
-            shift: 64 - segment_bits.trailing_zeros(),
+            width: segment_bits.trailing_zeros(),
         })
     }
 
@@ -264,10 +263,12 @@ impl Layout {
     /// The `hashes` bit offsets of a probe inside its segment, in `0..segment_bits`, numbered
     /// as Redis numbers bits (see [`bit_order`](crate::bit_order)).
     ///
-    /// Offset `i` is the top `log2(segment_bits)` bits of `seed * C^i` for an odd constant `C`:
-    /// one multiply per offset, uniform over the segment, and the same for every segment size
-    /// (the scheme of RocksDB's cache-local Bloom filter, on 64-bit values). Offsets of one item
-    /// may coincide; the sizing's Poisson model counts that.
+    /// The offsets are consecutive `log2(segment_bits)`-bit slices of `seed`, most significant
+    /// first (seven 9-bit offsets for a 512-bit segment). When a slice no longer fits in the bits
+    /// left, the next 64 bits come from the SplitMix64 finalizer of the previous value. Slices
+    /// of a uniform hash are independent and uniform, and unlike a chain of multiplies they do
+    /// not wait on each other. Offsets of one item may coincide; the sizing's Poisson model
+    /// counts that.
     ///
     /// # Examples
     ///
@@ -283,8 +284,10 @@ impl Layout {
     #[inline]
     pub fn offsets(&self, probe: Probe) -> Offsets {
         Offsets {
+            word: probe.seed,
             x: probe.seed,
-            shift: self.shift,
+            avail: 64,
+            width: self.width,
             left: self.hashes,
         }
     }
@@ -363,8 +366,14 @@ pub struct Probe {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Offsets {
+    /// The current 64-bit word, whole: the next one is derived from it.
+    word: u64,
+    /// Its unused bits, at the top.
     x: u64,
-    shift: u32,
+    /// How many bits of `x` are unused.
+    avail: u32,
+    /// Bits per offset, `log2(segment_bits)`.
+    width: u32,
     left: u32,
 }
 
@@ -377,8 +386,15 @@ impl Iterator for Offsets {
             return None;
         }
         self.left -= 1;
-        let offset = self.x >> self.shift;
-        self.x = self.x.wrapping_mul(STEP);
+        if self.avail < self.width {
+            self.word = remix(self.word);
+            self.x = self.word;
+            self.avail = 64;
+        }
+        let offset = self.x >> (64 - self.width);
+        // `width` is at most 32, so the shift is in range.
+        self.x <<= self.width;
+        self.avail -= self.width;
         Some(offset)
     }
 
@@ -386,6 +402,16 @@ impl Iterator for Offsets {
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.left as usize, Some(self.left as usize))
     }
+}
+
+/// SplitMix64's step and finalizer: 64 fresh, well-mixed bits from the previous word (only needed when
+/// an item has more offsets than one 64-bit seed holds, e.g. more than 7 in a 512-bit segment).
+#[inline]
+fn remix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(STEP);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 impl ExactSizeIterator for Offsets {}
@@ -398,15 +424,12 @@ mod tests {
     fn offsets_cover_every_bit_of_a_segment_uniformly() {
         let l = Layout::new(1, 512, 8).unwrap();
         let mut counts = [0u32; 512];
-        let mut x = 1u64;
-        for _ in 0..20_000 {
-            x = x
-                .wrapping_mul(0x2545_f491_4f6c_dd1d)
-                .wrapping_add(0x1234_5678);
-            for o in l.offsets(Probe {
-                segment: 0,
-                seed: x,
-            }) {
+        // Seeds as the filter gets them: the h2 half of a real hash.
+        use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
+        let hasher = SipHash13::new(HashKey::from_bytes([3; 16]));
+        for i in 0..20_000u32 {
+            let seed = hasher.hash(&i.to_le_bytes()).h2;
+            for o in l.offsets(Probe { segment: 0, seed }) {
                 counts[o as usize] += 1;
             }
         }

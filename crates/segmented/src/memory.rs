@@ -117,37 +117,25 @@ impl MemoryStore {
             .unwrap_or(&[])
     }
 
-    /// The masks of a probe's bits, one per word of a segment of at most 512 bits.
-    #[inline]
-    fn line_masks(&self, probe: Probe) -> [u64; 8] {
-        let mut masks = [0u64; 8];
-        for offset in self.layout.offsets(probe) {
-            masks[(offset >> 6) as usize & 7] |= bit_order::mask(offset);
-        }
-        masks
-    }
-
     /// Whether all of a probe's bits are set. Never writes, never locks.
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+    ///
+    /// let store = MemoryStore::new(Layout::new(2, 512, 4)?)?;
+    /// let p = Probe { segment: 1, seed: 42 };
+    /// assert!(!store.contains(p));
+    /// store.check_and_insert(p);
+    /// assert!(store.contains(p));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     #[inline]
     pub fn contains(&self, probe: Probe) -> bool {
         let segment = self.segment(probe.segment);
         if let Ok(line) = <&[AtomicU64; 8]>::try_from(segment) {
-            let masks = self.line_masks(probe);
-            let mut missing = 0;
-            for (word, mask) in line.iter().zip(masks) {
-                missing |= mask & !word.load(Relaxed);
-            }
-            missing == 0
-        } else if segment.len() < 8 {
-            let masks = self.line_masks(probe);
-            segment
-                .iter()
-                .zip(masks)
-                .all(|(word, mask)| word.load(Relaxed) & mask == mask)
+            missing_in_line(line, self.layout.offsets(probe)) == 0
         } else {
             self.layout.offsets(probe).all(|offset| {
                 let (w, mask) = bit_order::locate(offset);
@@ -161,34 +149,40 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+    ///
+    /// let store = MemoryStore::new(Layout::new(2, 512, 4)?)?;
+    /// let p = Probe { segment: 0, seed: 7 };
+    /// assert!(store.check_and_insert(p));
+    /// assert!(!store.check_and_insert(p));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     #[inline]
     pub fn check_and_insert(&self, probe: Probe) -> bool {
         let segment = self.segment(probe.segment);
         if let Ok(line) = <&[AtomicU64; 8]>::try_from(segment) {
-            let masks = self.line_masks(probe);
-            let mut missing = 0;
-            for (word, mask) in line.iter().zip(masks) {
-                missing |= mask & !word.load(Relaxed);
-            }
-            if missing == 0 {
+            if missing_in_line(line, self.layout.offsets(probe)) == 0 {
                 return false;
             }
             let _guard = self.stripes.lock(probe.segment);
             // Under the lock no other writer touches this segment: test again (another thread
-            // may have inserted the item since the pre-test) and set with plain stores.
-            let mut changed = false;
-            for (word, mask) in line.iter().zip(masks) {
+            // may have inserted the item since the pre-test), then set with plain stores. The
+            // stores are unconditional: rewriting a set bit changes nothing, and a branch per
+            // bit on random data would mispredict half the time.
+            let mut missing = 0;
+            for offset in self.layout.offsets(probe) {
+                let word = &line[(offset >> 6) as usize & 7];
+                let mask = bit_order::mask(offset);
                 let old = word.load(Relaxed);
-                if old & mask != mask {
-                    word.store(old | mask, Relaxed);
-                    changed = true;
-                }
+                missing |= mask & !old;
+                word.store(old | mask, Relaxed);
             }
-            if changed {
-                self.mark_dirty(probe.segment);
+            if missing == 0 {
+                return false;
             }
-            changed
+            self.mark_dirty(probe.segment);
+            true
         } else {
             self.check_and_insert_general(segment, probe)
         }
@@ -221,13 +215,12 @@ impl MemoryStore {
         changed
     }
 
-    /// Brings a segment's first cache line towards the core, so that a later access does not
-    /// wait for memory. A plain load whose value is discarded: portable and safe, and the
-    /// out-of-order core overlaps a whole batch of them (see the crate's benchmark notes).
+    /// Asks for a segment's first cache line, so that a later access does not wait for
+    /// memory.
     #[inline]
     pub(crate) fn prefetch(&self, segment: u64) {
         if let Some(word) = self.segment(segment).first() {
-            std::hint::black_box(word.load(Relaxed));
+            crate::prefetch::prefetch(word);
         }
     }
 
@@ -340,7 +333,15 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+    ///
+    /// let store = MemoryStore::new(Layout::new(200, 512, 4)?)?;
+    /// store.check_and_insert(Probe { segment: 130, seed: 1 });
+    /// store.check_and_insert(Probe { segment: 5, seed: 1 });
+    /// assert_eq!(store.dirty_segments(), [5, 130]);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     pub fn dirty_segments(&self) -> Vec<u64> {
         let mut out = Vec::new();
         for (i, word) in self.dirty.iter().enumerate() {
@@ -351,6 +352,18 @@ impl MemoryStore {
             }
         }
         out
+    }
+
+    /// Overwrites the words (all of them, in segment order) of a store nobody else uses yet,
+    /// leaving it clean. Extra words are ignored, missing ones stay zero.
+    pub(crate) fn load_words(&mut self, words: &[u64]) {
+        let len = self.layout.words() as usize;
+        if let Some(target) = self.storage.get_mut(self.base..self.base + len) {
+            for (t, &w) in target.iter_mut().zip(words) {
+                *t.get_mut() = w;
+            }
+        }
+        self.clear_dirty();
     }
 
     /// Forgets every dirty mark (the store now equals what was last saved).
@@ -389,7 +402,14 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore::new`].
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore};
+    ///
+    /// let store = MemoryStore::new(Layout::new(1, 64, 1)?)?;
+    /// store.merge_segment(0, &[0b1011])?;
+    /// assert_eq!(store.count_ones(), 3);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     pub fn count_ones(&self) -> u64 {
         self.words()
             .iter()
@@ -489,6 +509,18 @@ impl SegmentStore for MemoryStore {
     fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<(), Error> {
         MemoryStore::merge_segment(self, segment, words).map(|_| ())
     }
+}
+
+/// The bits of `offsets` that are zero in a one-line segment (zero: all set). Branch-free:
+/// every offset is a load from the same, already fetched, cache line.
+#[inline]
+fn missing_in_line(line: &[AtomicU64; 8], offsets: crate::Offsets) -> u64 {
+    let mut missing = 0;
+    for offset in offsets {
+        let mask = bit_order::mask(offset);
+        missing |= mask & !line[(offset >> 6) as usize & 7].load(Relaxed);
+    }
+    missing
 }
 
 /// Probes handed in through the trait may come from anywhere: reject out-of-range segments

@@ -163,14 +163,9 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
             .into());
         }
         let words = header.read_payload(&mut input)?;
-        let store = MemoryStore::new(stored.layout)?;
-        let segment_words = stored.layout.segment_words() as usize;
-        for (segment, chunk) in words.chunks_exact(segment_words).enumerate() {
-            store.merge_segment(segment as u64, chunk)?;
-        }
+        let mut store = MemoryStore::new(stored.layout)?;
         // A restored filter starts clean: it equals its snapshot.
-        let mut store = store;
-        store.clear_dirty();
+        store.load_words(&words);
         Ok(Self::with_store(
             store,
             H::from_key(stored.key),
@@ -205,7 +200,17 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     ///
     /// # Examples
     ///
-    /// See [`to_bytes`](Self::to_bytes).
+    /// ```
+    /// use url_dedup_bloom::SipHash13;
+    /// use url_dedup_segmented::SegmentedBloomFilter;
+    ///
+    /// let f = SegmentedBloomFilter::builder().expected_items(100).build()?;
+    /// f.insert("a");
+    /// let g = SegmentedBloomFilter::<SipHash13>::from_bytes(&f.to_bytes())?;
+    /// assert!(g.contains("a"));
+    /// assert!(SegmentedBloomFilter::<SipHash13>::from_bytes(&[0; 8]).is_err());
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         Self::read_from(bytes)
     }
@@ -323,7 +328,21 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     ///
     /// # Examples
     ///
-    /// See [`export_segments`](Self::export_segments).
+    /// ```
+    /// use url_dedup_bloom::HashKey;
+    /// use url_dedup_segmented::SegmentedBloomFilter;
+    ///
+    /// let key = HashKey::from_bytes([6; 16]);
+    /// let live = SegmentedBloomFilter::builder().expected_items(1_000).key(key).build()?;
+    /// let copy = SegmentedBloomFilter::builder().expected_items(1_000).key(key).build()?;
+    /// live.insert("https://example.com/");
+    /// let mut delta = Vec::new();
+    /// live.checkpoint(&mut delta)?;
+    /// assert_eq!(copy.import_segments(&delta[..])?, 1);
+    /// assert!(copy.contains("https://example.com/"));
+    /// assert!(copy.import_segments(&delta[..10]).is_err());
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
     pub fn import_segments<R: Read>(&self, input: R) -> Result<u64, Error> {
         self.import_segments_with_limits(input, Limits::default())
     }

@@ -110,3 +110,48 @@ fn bad_export_requests_are_errors() {
     assert!(f.export_segments(&mut out, &[f.segments()]).is_err());
     assert!(f.export_segments(&mut out, &[]).is_ok());
 }
+
+#[test]
+fn well_checksummed_exports_with_bad_structure_are_rejected() {
+    // Exports forged with valid checksums: only the structural checks stand between them and
+    // the filter.
+    use url_dedup_bloom::snapshot::{self, Kind, Params};
+    let target = filled(9);
+    let before = target.to_bytes();
+    let layout = target.layout();
+    let forge = |count: u64, records: &[(u64, u64)]| {
+        let mut p = Params::new();
+        p.put_u64(layout.segments())
+            .put_u64(layout.segment_bits())
+            .put_u32(layout.hashes())
+            .put_u16(1)
+            .put_bytes(&target.key().to_bytes())
+            .put_u64(target.expected_items())
+            .put_u64(count);
+        let mut payload = Vec::new();
+        for &(index, fill) in records {
+            payload.push(index);
+            payload.extend(std::iter::repeat_n(fill, layout.segment_words() as usize));
+        }
+        let mut out = Vec::new();
+        snapshot::write(
+            &mut out,
+            Kind::SEGMENTS,
+            p.as_bytes(),
+            payload.len() as u64,
+            payload.into_iter(),
+        )
+        .unwrap();
+        out
+    };
+    // The forger itself is right: a well-formed export is accepted.
+    assert!(filled(9).import_segments(&forge(1, &[(2, 0)])[..]).is_ok());
+    let out_of_range = forge(1, &[(layout.segments(), u64::MAX)]);
+    let out_of_order = forge(2, &[(5, u64::MAX), (3, u64::MAX)]);
+    let repeated = forge(2, &[(4, u64::MAX), (4, u64::MAX)]);
+    let wrong_count = forge(3, &[(1, u64::MAX), (2, u64::MAX)]);
+    for bad in [out_of_range, out_of_order, repeated, wrong_count] {
+        assert!(target.import_segments(&bad[..]).is_err());
+    }
+    assert_eq!(target.to_bytes(), before);
+}

@@ -3,17 +3,19 @@ use std::io::{Read, Write};
 #[cfg(feature = "similarity")]
 use std::sync::{Mutex, MutexGuard};
 
+use url_dedup_bloom::HashKey;
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params};
-use url_dedup_bloom::{AtomicBloomFilter, HashKey};
 use url_dedup_canon::{Canonicalizer, Policy};
 #[cfg(feature = "similarity")]
 use url_dedup_similarity::{FeatureHash, Preset, SimilarityFilter};
 
-use crate::{Error, Explanation, Outcome};
+#[cfg(feature = "similarity")]
+use crate::Explanation;
+use crate::exact::Exact;
+use crate::{Error, FilterKind, Outcome};
 
 /// Layout of the state snapshot's parameter block; bump when it changes.
 const STATE_LAYOUT: u16 = 1;
-const EXACT_CLASSIC: u16 = 1;
 
 /// Deduplicates URLs: canonicalize, check the exact filter, optionally fold similar URLs.
 ///
@@ -41,7 +43,7 @@ const EXACT_CLASSIC: u16 = 1;
 /// ```
 pub struct UrlDedup {
     canonicalizer: Option<Canonicalizer>,
-    exact: AtomicBloomFilter,
+    exact: Exact,
     #[cfg(feature = "similarity")]
     similarity: Option<Mutex<SimilarityFilter>>,
 }
@@ -71,6 +73,9 @@ pub struct Builder {
     fpr: f64,
     policy: Option<Policy>,
     key: Option<HashKey>,
+    filter: FilterKind,
+    #[cfg(feature = "redis")]
+    redis: Option<(String, String)>,
     #[cfg(feature = "similarity")]
     similarity: Option<Preset>,
 }
@@ -82,6 +87,9 @@ impl Default for Builder {
             fpr: 0.001,
             policy: Some(Policy::default()),
             key: None,
+            filter: FilterKind::default(),
+            #[cfg(feature = "redis")]
+            redis: None,
             #[cfg(feature = "similarity")]
             similarity: None,
         }
@@ -110,8 +118,9 @@ impl Builder {
     /// # Examples
     ///
     /// ```
-    /// let d = url_dedup::UrlDedup::builder().expected_urls(1_000).false_positive_rate(0.01).build()?;
-    /// assert!(d.memory_bytes() < 2_000);
+    /// let loose = url_dedup::UrlDedup::builder().false_positive_rate(0.01).build()?;
+    /// let tight = url_dedup::UrlDedup::builder().false_positive_rate(0.0001).build()?;
+    /// assert!(loose.memory_bytes() * 2 < tight.memory_bytes());
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     pub fn false_positive_rate(mut self, fpr: f64) -> Self {
@@ -170,6 +179,47 @@ impl Builder {
         self
     }
 
+    /// Chooses the exact filter (default [`FilterKind::Segmented`], exactly-once under
+    /// concurrency).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::{FilterKind, UrlDedup};
+    ///
+    /// let d = UrlDedup::builder().filter(FilterKind::Classic).expected_urls(1_000).build()?;
+    /// assert!(d.memory_bytes() < 2_000);
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn filter(mut self, kind: FilterKind) -> Self {
+        self.filter = kind;
+        self
+    }
+
+    /// Keeps the exact filter in Redis at `url` (for example `redis://127.0.0.1:6379/`), under
+    /// the key prefix `prefix`, so several processes or machines share one state: each URL is
+    /// admitted once across all of them. The first process creates the filter (sized by this
+    /// builder); later ones adopt its size and key. The similarity filter, if any, stays local.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("facade redis example") else { return Ok(()) };
+    /// use url_dedup::UrlDedup;
+    ///
+    /// let a = UrlDedup::builder().redis(&server.url(), "crawl").build()?;
+    /// let b = UrlDedup::builder().redis(&server.url(), "crawl").build()?;
+    /// assert!(a.check_and_insert("https://example.com/")?.is_new());
+    /// assert!(!b.check_and_insert("https://EXAMPLE.com")?.is_new());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn redis(mut self, url: &str, prefix: &str) -> Self {
+        self.redis = Some((url.to_owned(), prefix.to_owned()));
+        self
+    }
+
     /// Also folds URLs that are *similar* to ones seen before (document 004), with a preset of
     /// features. Off by default.
     ///
@@ -203,13 +253,7 @@ impl Builder {
     /// assert!(url_dedup::UrlDedup::builder().false_positive_rate(2.0).build().is_err());
     /// ```
     pub fn build(self) -> Result<UrlDedup, Error> {
-        let mut exact = AtomicBloomFilter::builder()
-            .expected_items(self.expected_urls)
-            .false_positive_rate(self.fpr);
-        if let Some(key) = self.key {
-            exact = exact.key(key);
-        }
-        let exact = exact.build_atomic()?;
+        let exact = self.exact(None)?;
         #[cfg(feature = "similarity")]
         let similarity = match self.similarity {
             Some(preset) => {
@@ -270,9 +314,7 @@ impl Builder {
         if p.u16()? != STATE_LAYOUT {
             return Err(Error::StateMismatch("unknown state layout version"));
         }
-        if p.u16()? != EXACT_CLASSIC {
-            return Err(Error::StateMismatch("unknown exact filter kind"));
-        }
+        let tag = p.u16()?;
         let has_similarity = p.u16()? == 1;
         if header.payload_words() != 0 {
             return Err(Error::StateMismatch(
@@ -281,7 +323,7 @@ impl Builder {
         }
         // Drain the (empty) payload so its checksum is verified.
         header.read_payload(&mut input)?;
-        let exact = AtomicBloomFilter::read_from(&mut input)?;
+        let exact = self.exact(Some((tag, &mut input)))?;
         #[cfg(feature = "similarity")]
         let similarity = match (has_similarity, self.similarity.is_some()) {
             (true, true) => Some(Mutex::new(SimilarityFilter::read_from(&mut input)?)),
@@ -312,9 +354,29 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// The exact filter: fresh, or read from a state snapshot (`tag` and the input after the
+    /// state header). A Redis builder opens the shared filter first and merges the snapshot in.
+    fn exact(&self, from: Option<(u16, &mut dyn Read)>) -> Result<Exact, Error> {
+        #[cfg(feature = "redis")]
+        if let Some((url, prefix)) = &self.redis {
+            let shared = Exact::redis(url, prefix, self.expected_urls, self.fpr, self.key)?;
+            return match from {
+                Some((tag, mut input)) => Exact::read(tag, &mut input, Some(shared)),
+                None => Ok(shared),
+            };
+        }
+        match from {
+            Some((tag, mut input)) => Exact::read(tag, &mut input, None),
+            None => Exact::build(self.filter, self.expected_urls, self.fpr, self.key),
+        }
+    }
+}
+
 impl UrlDedup {
     /// A builder with the defaults: one million URLs, 0.1% false positives, default
-    /// canonicalization, no similarity folding, a random hash key.
+    /// canonicalization, the segmented filter in memory, no similarity folding, a random hash
+    /// key.
     ///
     /// # Examples
     ///
@@ -368,7 +430,8 @@ impl UrlDedup {
         url: &'a str,
     ) -> Result<(Outcome, Cow<'a, str>), Error> {
         let canonical = self.canonicalize(url)?;
-        let outcome = self.check_and_insert_prepared(&canonical);
+        let new = self.exact.check_and_insert(canonical.as_bytes())?;
+        let outcome = self.after_exact(new, &canonical);
         Ok((outcome, canonical))
     }
 
@@ -389,8 +452,35 @@ impl UrlDedup {
         I: IntoIterator,
         I::Item: AsRef<str>,
     {
-        urls.into_iter()
-            .map(|u| self.check_and_insert(u.as_ref()))
+        let urls: Vec<I::Item> = urls.into_iter().collect();
+        let canonical: Vec<Result<Cow<'_, str>, Error>> =
+            urls.iter().map(|u| self.canonicalize(u.as_ref())).collect();
+        let valid: Vec<&[u8]> = canonical
+            .iter()
+            .filter_map(|c| c.as_ref().ok().map(|c| c.as_bytes()))
+            .collect();
+        // One call for the whole batch: the segmented filter prefetches, Redis answers in one
+        // round trip. If the store fails, every valid URL of the batch gets the error.
+        let mut answers = match self.exact.check_and_insert_batch(&valid) {
+            Ok(answers) => answers.into_iter().map(Ok).collect::<Vec<_>>(),
+            Err(e) => {
+                let message = e.to_string();
+                valid
+                    .iter()
+                    .map(|_| Err(Error::Store(message.clone())))
+                    .collect()
+            }
+        }
+        .into_iter();
+        canonical
+            .into_iter()
+            .map(|c| {
+                let c = c?;
+                let new = answers
+                    .next()
+                    .unwrap_or(Err(Error::Store("missing answer".into())))?;
+                Ok(self.after_exact(new, &c))
+            })
             .collect()
     }
 
@@ -410,7 +500,7 @@ impl UrlDedup {
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     pub fn contains(&self, url: &str) -> Result<bool, Error> {
-        Ok(self.exact.contains(self.canonicalize(url)?.as_bytes()))
+        self.exact.contains(self.canonicalize(url)?.as_bytes())
     }
 
     /// The canonical form of a URL under this deduplicator's policy (the input itself when
@@ -434,8 +524,10 @@ impl UrlDedup {
         }
     }
 
-    fn check_and_insert_prepared(&self, canonical: &str) -> Outcome {
-        if !self.exact.check_and_insert(canonical.as_bytes()) {
+    /// The verdict once the exact filter has answered `new` for `canonical`.
+    #[cfg_attr(not(feature = "similarity"), allow(unused_variables))]
+    fn after_exact(&self, new: bool, canonical: &str) -> Outcome {
+        if !new {
             return Outcome::Duplicate;
         }
         #[cfg(feature = "similarity")]
@@ -480,6 +572,8 @@ impl UrlDedup {
     /// assert!((d.estimated_urls() - 100.0).abs() < 10.0);
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
+    ///
+    /// NaN when the filter lives in Redis: its bits are not in this process to count.
     pub fn estimated_urls(&self) -> f64 {
         self.exact.estimated_items()
     }
@@ -497,17 +591,17 @@ impl UrlDedup {
         self.exact.is_over_capacity()
     }
 
-    /// Bytes of filter state held in memory.
+    /// Bytes of filter state (in this process, or in Redis for a shared filter).
     ///
     /// # Examples
     ///
     /// ```
     /// let d = url_dedup::UrlDedup::builder().expected_urls(1_000_000).false_positive_rate(0.01).build()?;
-    /// assert_eq!(d.memory_bytes(), 1_198_136);
+    /// assert_eq!(d.memory_bytes(), 1_253_376); // 10.03 bits per URL
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     pub fn memory_bytes(&self) -> u64 {
-        let exact = self.exact.memory_bytes();
+        let exact = self.exact.state_bytes();
         #[cfg(feature = "similarity")]
         if let Some(sim) = &self.similarity {
             return exact + lock(sim).bits().div_ceil(8);
@@ -533,7 +627,7 @@ impl UrlDedup {
         let has_similarity = false;
         let mut p = Params::new();
         p.put_u16(STATE_LAYOUT)
-            .put_u16(EXACT_CLASSIC)
+            .put_u16(self.exact.tag())
             .put_u16(u16::from(has_similarity));
         snapshot::write(
             &mut out,

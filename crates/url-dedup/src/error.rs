@@ -19,6 +19,16 @@ pub enum Error {
     /// The exact filter could not be built, combined or restored.
     #[error(transparent)]
     Filter(#[from] url_dedup_bloom::Error),
+    /// The segmented filter could not be built or restored.
+    #[error(transparent)]
+    Segmented(#[from] url_dedup_segmented::Error),
+    /// The shared filter in Redis failed (unreachable, mismatched parameters, ...).
+    #[cfg(feature = "redis")]
+    #[error(transparent)]
+    Redis(#[from] url_dedup_redis::Error),
+    /// The filter's store failed while answering a batch; every URL of the batch carries this.
+    #[error("filter store failed: {0}")]
+    Store(String),
     /// The similarity filter could not be built or restored.
     #[cfg(feature = "similarity")]
     #[error(transparent)]

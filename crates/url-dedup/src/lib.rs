@@ -4,10 +4,12 @@
 
 mod dedup;
 mod error;
+mod exact;
 mod outcome;
 
 pub use dedup::{Builder, UrlDedup};
 pub use error::Error;
+pub use exact::FilterKind;
 pub use outcome::{Explanation, Outcome};
 
 /// The classic Bloom filter and the shared sizing, hashing and snapshot code
@@ -15,6 +17,13 @@ pub use outcome::{Explanation, Outcome};
 pub use url_dedup_bloom as bloom;
 /// URL canonicalization (crate `url-dedup-canon`).
 pub use url_dedup_canon as canon;
+/// The virtual-node partition table and sharded filters (crate `url-dedup-partition`).
+pub use url_dedup_partition as partition;
+/// The distributed backends on Redis (crate `url-dedup-redis`).
+#[cfg(feature = "redis")]
+pub use url_dedup_redis as redis;
+/// The segmented Bloom filter (crate `url-dedup-segmented`).
+pub use url_dedup_segmented as segmented;
 /// The feature-similarity filter of document 004 (crate `url-dedup-similarity`).
 #[cfg(feature = "similarity")]
 pub use url_dedup_similarity as similarity;

@@ -68,7 +68,7 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn canonicalization_is_idempotent(path in "[a-z/.0-9]{0,20}", q in "[a-z=&]{0,20}") {
+        fn canonicalization_is_idempotent(path in "[a-z/.0-9%A-F]{0,20}", q in "[a-z=&]{0,20}") {
             let url = Url::parse(&format!("http://h.example/{path}?{q}#f")).unwrap();
             let once = Canonicalizer::default().canonicalize(&url).unwrap();
             proptest::prop_assert_eq!(canon(once.as_str()), once.to_string());

@@ -1,0 +1,522 @@
+//! The segmented filter beside its peers, in one run: url-dedup-segmented (keyed SipHash-1-3
+//! and XXH3) against fastbloom 0.17 (keyed SipHash-1-3, its default; and fed XXH3), sbbf-rs
+//! 0.2.8 (Parquet split-block filter, fed XXH3, through its safe wrapper sbbf-rs-safe) and our
+//! classic `url_dedup_bloom::BloomFilter`.
+//!
+//! ```text
+//! cargo bench -p url-dedup-benches --bench segmented
+//! URL_DEDUP_BENCH_SIZES=10M URL_DEDUP_BENCH_RATES=0.01 cargo bench -p url-dedup-benches --bench segmented
+//! ```
+//!
+//! Figures are CPU time, not wall time: the machine is shared and noisy, and time spent
+//! preempted by other processes is not the filter's. Two-thread figures are the two threads'
+//! CPU time summed, per operation: equal to the one-thread figure when sharing costs nothing.
+//!
+//! For every configuration (n, p) it prints each filter's bits per item, memory and measured
+//! false-positive rate at n items (1,000,000 absent keys), then times, in ns per operation:
+//!
+//! * `insert`, `hit`, `miss`: one item at a time (insert fills an empty filter sized for n,
+//!   starting a fresh one, untimed, when all n keys are in, so it averages over fill levels);
+//! * `insert batch`, `hit batch`, `miss batch`: url-dedup-segmented's batch methods, 1,024
+//!   items per call, reported per item;
+//! * `insert 2 threads`, `hit 2 threads`: two threads sharing one filter by `&self`, summed CPU
+//!   time per operation (url-dedup-segmented, and fastbloom's `AtomicBloomFilter`).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use cpu_time::ThreadTime;
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use url_dedup_benches::urls;
+use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13, Xxh3};
+use url_dedup_segmented::SegmentedBloomFilter;
+use xxhash_rust::xxh3::xxh3_64;
+
+const BATCH: usize = 1024;
+
+/// A filter as the single-item benchmarks see it.
+trait Filter {
+    const NAME: &'static str;
+    fn new(n: usize, p: f64) -> Self;
+    fn insert(&mut self, key: &str);
+    fn contains(&self, key: &str) -> bool;
+    fn bits(&self) -> u64;
+}
+
+fn segmented<H: ItemHasher>(n: usize, p: f64) -> SegmentedBloomFilter<H> {
+    SegmentedBloomFilter::builder()
+        .expected_items(n as u64)
+        .false_positive_rate(p)
+        .hasher(H::from_key(HashKey::random()))
+        .build()
+        .expect("valid parameters")
+}
+
+struct Segmented(SegmentedBloomFilter<SipHash13>);
+impl Filter for Segmented {
+    const NAME: &'static str = "url-dedup-segmented";
+    fn new(n: usize, p: f64) -> Self {
+        Self(segmented(n, p))
+    }
+    fn insert(&mut self, key: &str) {
+        self.0.insert(key);
+    }
+    fn contains(&self, key: &str) -> bool {
+        self.0.contains(key)
+    }
+    fn bits(&self) -> u64 {
+        self.0.bits()
+    }
+}
+
+struct SegmentedXxh3(SegmentedBloomFilter<Xxh3>);
+impl Filter for SegmentedXxh3 {
+    const NAME: &'static str = "url-dedup-segmented xxh3";
+    fn new(n: usize, p: f64) -> Self {
+        Self(segmented(n, p))
+    }
+    fn insert(&mut self, key: &str) {
+        self.0.insert(key);
+    }
+    fn contains(&self, key: &str) -> bool {
+        self.0.contains(key)
+    }
+    fn bits(&self) -> u64 {
+        self.0.bits()
+    }
+}
+
+struct Classic(url_dedup_bloom::BloomFilter);
+impl Filter for Classic {
+    const NAME: &'static str = "url-dedup-bloom (classic)";
+    fn new(n: usize, p: f64) -> Self {
+        Self(
+            url_dedup_bloom::BloomFilter::builder()
+                .expected_items(n as u64)
+                .false_positive_rate(p)
+                .build()
+                .expect("valid parameters"),
+        )
+    }
+    fn insert(&mut self, key: &str) {
+        self.0.insert(key);
+    }
+    fn contains(&self, key: &str) -> bool {
+        self.0.contains(key)
+    }
+    fn bits(&self) -> u64 {
+        self.0.bits()
+    }
+}
+
+struct Fastbloom(fastbloom::BloomFilter);
+impl Filter for Fastbloom {
+    const NAME: &'static str = "fastbloom 0.17";
+    fn new(n: usize, p: f64) -> Self {
+        Self(fastbloom::BloomFilter::with_false_pos(p).expected_items(n))
+    }
+    fn insert(&mut self, key: &str) {
+        self.0.insert(key);
+    }
+    fn contains(&self, key: &str) -> bool {
+        self.0.contains(key)
+    }
+    fn bits(&self) -> u64 {
+        self.0.num_bits() as u64
+    }
+}
+
+struct FastbloomXxh3(fastbloom::BloomFilter<xxhash_rust::xxh3::Xxh3Builder>);
+impl Filter for FastbloomXxh3 {
+    const NAME: &'static str = "fastbloom 0.17 xxh3";
+    fn new(n: usize, p: f64) -> Self {
+        Self(
+            fastbloom::BloomFilter::with_false_pos(p)
+                .hasher(xxhash_rust::xxh3::Xxh3Builder::new())
+                .expected_items(n),
+        )
+    }
+    fn insert(&mut self, key: &str) {
+        self.0.insert(key);
+    }
+    fn contains(&self, key: &str) -> bool {
+        self.0.contains(key)
+    }
+    fn bits(&self) -> u64 {
+        self.0.num_bits() as u64
+    }
+}
+
+/// sbbf-rs through sbbf-rs-safe, sized (in 256-bit buckets) for rate `p` at `n` keys, fed
+/// XXH3-64 of the key's bytes.
+struct Sbbf(sbbf_rs_safe::Filter, u64);
+impl Filter for Sbbf {
+    const NAME: &'static str = "sbbf-rs 0.2.8 xxh3";
+    fn new(n: usize, p: f64) -> Self {
+        let bits = (sbbf_bits_per_key(p) * n as f64).ceil() as u64;
+        let buckets = bits.div_ceil(256).max(1);
+        let zero = vec![0u8; buckets as usize * 32];
+        Self(
+            sbbf_rs_safe::Filter::from_bytes(&zero).expect("whole buckets"),
+            buckets * 256,
+        )
+    }
+    fn insert(&mut self, key: &str) {
+        self.0.insert_hash(xxh3_64(key.as_bytes()));
+    }
+    fn contains(&self, key: &str) -> bool {
+        self.0.contains_hash(xxh3_64(key.as_bytes()))
+    }
+    fn bits(&self) -> u64 {
+        self.1
+    }
+}
+
+/// Bits per key a split-block filter needs for rate `p`: each key sets one bit in each of the
+/// eight 32-bit lanes of one 256-bit bucket; bucket loads are Poisson.
+fn sbbf_bits_per_key(p: f64) -> f64 {
+    let rate = |bits_per_key: f64| {
+        let lambda = 256.0 / bits_per_key;
+        let mut log_pmf = -lambda;
+        let mut total = 0.0;
+        for load in 0..(lambda * 4.0 + 40.0) as u32 {
+            if load > 0 {
+                log_pmf += lambda.ln() - f64::from(load).ln();
+            }
+            let lane = 1.0 - (31.0f64 / 32.0).powi(load as i32);
+            total += log_pmf.exp() * lane.powi(8);
+        }
+        total
+    };
+    let mut b = -p.ln() / (2f64.ln() * 2f64.ln());
+    while rate(b) > p {
+        b *= 1.005;
+    }
+    b
+}
+
+struct Keys<'a> {
+    label: &'static str,
+    p: f64,
+    present: &'a [String],
+    absent: &'a [String],
+}
+
+fn group_name(keys: &Keys) -> String {
+    format!("segmented/{}/p={}", keys.label, keys.p)
+}
+
+fn report(name: &str, keys: &Keys, bits: u64, false_positives: usize) {
+    let n = keys.present.len();
+    println!(
+        "{:<28} n={:<9} p={:<6} bits/item {:>6.2}  measured FPR {:.3}%  memory {:.1} MiB",
+        name,
+        n,
+        keys.p,
+        bits as f64 / n as f64,
+        100.0 * false_positives as f64 / keys.absent.len() as f64,
+        bits as f64 / 8.0 / (1 << 20) as f64,
+    );
+}
+
+/// Times `op` over `iters` keys taken in order from `keys`, restarting (untimed, with `reset`)
+/// when the keys run out. Measures the CPU time of this thread, not wall time: the benchmark
+/// machine is shared, and time spent preempted by other processes says nothing about a filter.
+fn cycle<S>(
+    state: &mut S,
+    next: &mut usize,
+    keys: &[String],
+    iters: u64,
+    mut reset: impl FnMut(&mut S),
+    mut op: impl FnMut(&mut S, &[String]),
+    chunk: usize,
+) -> Duration {
+    let n = keys.len();
+    let mut total = Duration::ZERO;
+    let mut left = iters as usize;
+    while left > 0 {
+        if *next >= n {
+            reset(state);
+            *next = 0;
+        }
+        let take = left.min(n - *next);
+        let start = ThreadTime::now();
+        for part in keys[*next..*next + take].chunks(chunk) {
+            op(state, part);
+        }
+        total += start.elapsed();
+        *next += take;
+        left -= take;
+    }
+    total
+}
+
+fn single<F: Filter>(c: &mut Criterion, keys: &Keys) {
+    let n = keys.present.len();
+    let mut full = F::new(n, keys.p);
+    keys.present.iter().for_each(|k| full.insert(k));
+    let fp = keys.absent.iter().filter(|k| full.contains(k)).count();
+    report(F::NAME, keys, full.bits(), fp);
+
+    let mut group = c.benchmark_group(group_name(keys));
+    let mut filling = F::new(n, keys.p);
+    let mut next = 0usize;
+    group.bench_function(BenchmarkId::new("insert", F::NAME), |b| {
+        b.iter_custom(|iters| {
+            cycle(
+                &mut filling,
+                &mut next,
+                keys.present,
+                iters,
+                |f| *f = F::new(n, keys.p),
+                |f, part| part.iter().for_each(|k| f.insert(black_box(k))),
+                usize::MAX,
+            )
+        })
+    });
+    drop(filling);
+    for (name, set) in [("hit", keys.present), ("miss", keys.absent)] {
+        let mut next = 0usize;
+        group.bench_function(BenchmarkId::new(name, F::NAME), |b| {
+            b.iter_custom(|iters| {
+                cycle(
+                    &mut (),
+                    &mut next,
+                    set,
+                    iters,
+                    |_| {},
+                    |_, part| {
+                        for k in part {
+                            black_box(full.contains(black_box(k)));
+                        }
+                    },
+                    usize::MAX,
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+fn batch<H: ItemHasher>(c: &mut Criterion, keys: &Keys, name: &str) {
+    let n = keys.present.len();
+    let full = segmented::<H>(n, keys.p);
+    full.check_and_insert_batch(keys.present);
+    let mut group = c.benchmark_group(group_name(keys));
+    let mut filling = segmented::<H>(n, keys.p);
+    let mut next = 0usize;
+    let mut out = Vec::with_capacity(BATCH);
+    group.bench_function(BenchmarkId::new("insert batch", name), |b| {
+        b.iter_custom(|iters| {
+            cycle(
+                &mut filling,
+                &mut next,
+                keys.present,
+                iters,
+                |f| f.clear(),
+                |f, part| {
+                    out.clear();
+                    f.check_and_insert_batch_into(part, &mut out);
+                    black_box(&out);
+                },
+                BATCH,
+            )
+        })
+    });
+    drop(filling);
+    for (op, set) in [("hit batch", keys.present), ("miss batch", keys.absent)] {
+        let mut next = 0usize;
+        group.bench_function(BenchmarkId::new(op, name), |b| {
+            b.iter_custom(|iters| {
+                cycle(
+                    &mut (),
+                    &mut next,
+                    set,
+                    iters,
+                    |_| {},
+                    |_, part| {
+                        black_box(full.contains_batch(part));
+                    },
+                    BATCH,
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Runs `op` on two threads, each over one half of `keys`; the sum of the two threads' CPU
+/// times. Wall time would mostly measure how often other processes preempt us on a shared
+/// two-core machine; summed CPU time shows what sharing costs (contended locks and cache lines
+/// make it grow above the one-thread figure, perfect scaling keeps it equal).
+fn two_threads(keys: &[String], op: impl Fn(&str) + Sync) -> Duration {
+    let (a, b) = keys.split_at(keys.len() / 2);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = [a, b]
+            .into_iter()
+            .map(|half| {
+                let op = &op;
+                s.spawn(move || {
+                    let start = ThreadTime::now();
+                    half.iter().for_each(|k| op(k));
+                    start.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .sum()
+    })
+}
+
+/// Times `op` on two threads over `iters` keys, like [`cycle`].
+fn cycle_two<S: Sync>(
+    state: &mut S,
+    next: &mut usize,
+    keys: &[String],
+    iters: u64,
+    mut reset: impl FnMut(&mut S),
+    op: impl Fn(&S, &str) + Sync,
+) -> Duration {
+    let n = keys.len();
+    let mut total = Duration::ZERO;
+    let mut left = iters as usize;
+    while left > 0 {
+        if *next >= n {
+            reset(state);
+            *next = 0;
+        }
+        let take = left.min(n - *next);
+        let shared = &*state;
+        total += two_threads(&keys[*next..*next + take], |k| op(shared, k));
+        *next += take;
+        left -= take;
+    }
+    total
+}
+
+fn threads(c: &mut Criterion, keys: &Keys) {
+    let n = keys.present.len();
+    let p = keys.p;
+    let mut group = c.benchmark_group(group_name(keys));
+
+    let ours = "url-dedup-segmented";
+    let mut filling = segmented::<SipHash13>(n, p);
+    let mut next = 0usize;
+    group.bench_function(BenchmarkId::new("insert 2 threads", ours), |b| {
+        b.iter_custom(|iters| {
+            cycle_two(
+                &mut filling,
+                &mut next,
+                keys.present,
+                iters,
+                |f| f.clear(),
+                |f, k| {
+                    black_box(f.check_and_insert(k));
+                },
+            )
+        })
+    });
+    let mut full = filling;
+    full.check_and_insert_batch(keys.present);
+    let mut next = 0usize;
+    group.bench_function(BenchmarkId::new("hit 2 threads", ours), |b| {
+        b.iter_custom(|iters| {
+            cycle_two(
+                &mut full,
+                &mut next,
+                keys.present,
+                iters,
+                |_| {},
+                |f, k| {
+                    black_box(f.contains(k));
+                },
+            )
+        })
+    });
+    drop(full);
+
+    let peer = "fastbloom 0.17 atomic";
+    let atomic = || fastbloom::AtomicBloomFilter::with_false_pos(p).expected_items(n);
+    let mut filling = atomic();
+    let mut next = 0usize;
+    group.bench_function(BenchmarkId::new("insert 2 threads", peer), |b| {
+        b.iter_custom(|iters| {
+            cycle_two(
+                &mut filling,
+                &mut next,
+                keys.present,
+                iters,
+                |f| *f = atomic(),
+                |f, k| {
+                    black_box(f.insert(k));
+                },
+            )
+        })
+    });
+    let mut full = filling;
+    keys.present.iter().for_each(|k| {
+        full.insert(k.as_str());
+    });
+    let mut next = 0usize;
+    group.bench_function(BenchmarkId::new("hit 2 threads", peer), |b| {
+        b.iter_custom(|iters| {
+            cycle_two(
+                &mut full,
+                &mut next,
+                keys.present,
+                iters,
+                |_| {},
+                |f, k| {
+                    black_box(f.contains(k));
+                },
+            )
+        })
+    });
+    group.finish();
+}
+
+fn rates() -> Vec<f64> {
+    match std::env::var("URL_DEDUP_BENCH_RATES") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|r| r.trim().parse().ok())
+            .collect(),
+        Err(_) => vec![0.01, 0.001],
+    }
+}
+
+fn all(c: &mut Criterion) {
+    let absent = urls(1_000_000, 2);
+    for (label, n) in url_dedup_benches::sizes() {
+        let present = urls(n, 1);
+        for p in rates() {
+            let keys = Keys {
+                label,
+                p,
+                present: &present,
+                absent: &absent,
+            };
+            single::<Segmented>(c, &keys);
+            batch::<SipHash13>(c, &keys, "url-dedup-segmented");
+            single::<SegmentedXxh3>(c, &keys);
+            batch::<Xxh3>(c, &keys, "url-dedup-segmented xxh3");
+            single::<Fastbloom>(c, &keys);
+            single::<FastbloomXxh3>(c, &keys);
+            single::<Sbbf>(c, &keys);
+            single::<Classic>(c, &keys);
+            threads(c, &keys);
+        }
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(15)
+        .warm_up_time(Duration::from_millis(700))
+        .measurement_time(Duration::from_secs(2));
+    targets = all
+}
+criterion_main!(benches);

@@ -1,0 +1,111 @@
+//! The facade over a shared filter in a real redis-server: several deduplicators (standing in
+//! for processes) admit each URL once between them, and a state file seeds the shared filter.
+#![cfg(feature = "redis")]
+
+use std::sync::Arc;
+
+use url_dedup::{Outcome, UrlDedup};
+use url_dedup_redis::testing::RedisServer;
+
+#[test]
+fn deduplicators_sharing_redis_admit_each_url_once() {
+    let Some(server) = RedisServer::start_or_skip("facade redis race") else {
+        return;
+    };
+    let url = server.url();
+    let urls: Arc<Vec<String>> = Arc::new(
+        (0..3_000)
+            .map(|i| format!("https://site{}.example/page/{i}", i % 37))
+            .collect(),
+    );
+    let handles: Vec<_> = (0..3)
+        .map(|t| {
+            let (url, urls) = (url.clone(), Arc::clone(&urls));
+            std::thread::spawn(move || {
+                let d = UrlDedup::builder()
+                    .expected_urls(10_000)
+                    .redis(&url, "race")
+                    .build()
+                    .unwrap();
+                // Each thread walks the list from another starting point, in batches.
+                let mut admitted = Vec::new();
+                let rotated: Vec<&String> = urls
+                    .iter()
+                    .cycle()
+                    .skip(t * 1_000)
+                    .take(urls.len())
+                    .collect();
+                for chunk in rotated.chunks(100) {
+                    for (u, r) in chunk.iter().zip(d.check_and_insert_batch(chunk.iter())) {
+                        if r.unwrap().is_new() {
+                            admitted.push((*u).clone());
+                        }
+                    }
+                }
+                admitted
+            })
+        })
+        .collect();
+    let mut all: Vec<String> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let total = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), total, "a URL was admitted by two deduplicators");
+    assert!(
+        total + 30 >= urls.len(),
+        "{total} of {} admitted",
+        urls.len()
+    );
+}
+
+#[test]
+fn a_state_file_seeds_and_backs_up_the_shared_filter() {
+    let Some(server) = RedisServer::start_or_skip("facade redis seed") else {
+        return;
+    };
+    let shared = UrlDedup::builder()
+        .expected_urls(5_000)
+        .redis(&server.url(), "seed")
+        .build()
+        .unwrap();
+    for i in 0..500 {
+        shared
+            .check_and_insert(&format!("https://example.com/{i}"))
+            .unwrap();
+    }
+    // Back up from Redis to a file, then seed a fresh prefix from it... with the same key.
+    let mut state = Vec::new();
+    shared.write_to(&mut state).unwrap();
+    let local = UrlDedup::builder().restore(&state[..]).unwrap();
+    assert_eq!(
+        local.check_and_insert("https://example.com/7").unwrap(),
+        Outcome::Duplicate
+    );
+    // Restoring into the same shared filter merges the bits: nothing is lost, nothing new.
+    let again = UrlDedup::builder()
+        .redis(&server.url(), "seed")
+        .restore(&state[..])
+        .unwrap();
+    assert_eq!(
+        again.check_and_insert("https://example.com/499").unwrap(),
+        Outcome::Duplicate
+    );
+    assert!(
+        again
+            .check_and_insert("https://example.com/500")
+            .unwrap()
+            .is_new()
+    );
+}
+
+#[test]
+fn an_unreachable_redis_is_a_typed_error() {
+    let err = UrlDedup::builder()
+        .redis("redis://127.0.0.1:1/", "nowhere")
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, url_dedup::Error::Redis(_)), "{err}");
+}
