@@ -723,12 +723,19 @@ impl RedisSegmentStore {
             .arg(&self.meta_key)
             .query(&mut admin)
             .map_err(Failure::Redis)?;
-        if stored.is_empty() {
+        let stored = if stored.is_empty() {
             self.initialize(&mut admin).map_err(Failure::Redis)?;
+            // Re-read: a process racing us may have written its metadata first, and then
+            // ours must be refused rather than used with the other's bits.
+            redis::cmd("HGETALL")
+                .arg(&self.meta_key)
+                .query(&mut admin)
+                .map_err(Failure::Redis)?
         } else {
-            let stored = Meta::parse(&self.meta_key, &stored).map_err(Failure::Fatal)?;
-            self.meta.check_against(&stored).map_err(Failure::Fatal)?;
-        }
+            stored
+        };
+        let stored = Meta::parse(&self.meta_key, &stored).map_err(Failure::Fatal)?;
+        self.meta.check_against(&stored).map_err(Failure::Fatal)?;
         let backoff = &self.options.backoff;
         let wire = Wire::connect(
             self.client.get_connection_info(),
@@ -742,22 +749,24 @@ impl RedisSegmentStore {
     /// Writes the metadata (if still absent: another process may be racing us) and creates
     /// every data key at its full size, so Redis allocates each string once and exactly.
     fn initialize(&self, conn: &mut Connection) -> redis::RedisResult<()> {
-        let mut pipe = redis::pipe();
+        // All fields in one script: field-by-field HSETNX from two racing creators could
+        // interleave into a metadata record that matches neither.
+        let write_meta = redis::Script::new(
+            "if redis.call('EXISTS', KEYS[1]) == 0 then \
+             redis.call('HSET', KEYS[1], unpack(ARGV)) end return 0",
+        );
+        let mut invocation = write_meta.key(&self.meta_key);
         for (field, value) in self.meta.fields() {
-            pipe.cmd("HSETNX")
-                .arg(&self.meta_key)
-                .arg(field)
-                .arg(value)
-                .ignore();
+            invocation.arg(field).arg(value);
         }
-        pipe.query::<()>(conn)?;
+        invocation.invoke::<i64>(conn)?;
         let stored: Vec<(String, String)> =
             redis::cmd("HGETALL").arg(&self.meta_key).query(conn)?;
         if let Ok(stored) = Meta::parse(&self.meta_key, &stored)
             && self.meta.check_against(&stored).is_err()
         {
-            // Someone created a different filter at the same moment; the caller's next
-            // connection attempt reports the mismatch.
+            // Someone created a different filter at the same moment; the caller reports the
+            // mismatch (see `fresh_connection`) and creates no data keys for it.
             return Ok(());
         }
         // SETRANGE on a missing key allocates exactly `offset + 1` bytes (SETBIT and BITFIELD

@@ -109,3 +109,39 @@ fn an_unreachable_redis_is_a_typed_error() {
         .unwrap_err();
     assert!(matches!(err, url_dedup::Error::Redis(_)), "{err}");
 }
+
+#[test]
+fn processes_creating_the_shared_filter_at_once_end_up_on_one_filter() {
+    let Some(server) = RedisServer::start_or_skip("facade redis create race") else {
+        return;
+    };
+    for round in 0..20 {
+        let prefix = format!("create-race-{round}");
+        let barrier = Arc::new(std::sync::Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (url, prefix, barrier) = (server.url(), prefix.clone(), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let d = UrlDedup::builder()
+                        .expected_urls(1_000)
+                        .redis(&url, &prefix)
+                        .build()
+                        .unwrap();
+                    d.check_and_insert("https://example.com/once")
+                        .unwrap()
+                        .is_new()
+                })
+            })
+            .collect();
+        let admitted = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&new| new)
+            .count();
+        assert_eq!(
+            admitted, 1,
+            "round {round}: the URL was admitted {admitted} times"
+        );
+    }
+}
