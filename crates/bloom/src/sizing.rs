@@ -167,17 +167,38 @@ impl Sizing {
     /// # Ok::<(), url_dedup_bloom::Error>(())
     /// ```
     pub fn capacity(&self, fpr: f64) -> u64 {
-        if !(fpr > 0.0 && fpr < 1.0) {
+        let per_item = bits_per_item(self.hashes, fpr);
+        if !per_item.is_finite() || per_item <= 0.0 {
             return 0;
         }
-        // Solve (1 - e^(-k n / m))^k = p for n.
-        let k = f64::from(self.hashes);
-        let inner = 1.0 - fpr.powf(1.0 / k);
-        if inner <= 0.0 {
-            return 0;
-        }
-        (-(self.bits as f64) / k * inner.ln()).floor() as u64
+        (self.bits as f64 / per_item).floor() as u64
     }
+}
+
+/// Bits per item a classic filter needs to reach rate `fpr` with exactly `hashes` hash
+/// functions: `-k / ln(1 - p^(1/k))`, the classic rate solved for `m / n`. Equals the optimum
+/// `-ln p / (ln 2)^2` at the optimal `k`; stores that pay per hash (Redis) use it to price a
+/// smaller `k`. Infinite when `fpr` is not in `(0, 1)`.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_bloom::sizing::bits_per_item;
+///
+/// assert!((bits_per_item(7, 0.01) - 9.59).abs() < 0.02);
+/// assert!(bits_per_item(4, 0.01) > bits_per_item(7, 0.01));
+/// assert!(bits_per_item(4, 1.5).is_infinite());
+/// ```
+pub fn bits_per_item(hashes: u32, fpr: f64) -> f64 {
+    if !(fpr > 0.0 && fpr < 1.0) {
+        return f64::INFINITY;
+    }
+    let k = f64::from(hashes.max(1));
+    let inner = 1.0 - fpr.powf(1.0 / k);
+    if inner <= 0.0 {
+        return f64::INFINITY;
+    }
+    -k / inner.ln()
 }
 
 /// Bits `m = ceil(-n ln p / (ln 2)^2)` for `items` items at rate `fpr`.

@@ -180,16 +180,13 @@ impl<H: ItemHasher> Shard for BloomFilter<H> {
     }
 }
 
+/// The same shard over atomic words: built, exported and checked through the plain filter.
 impl<H: ItemHasher> Shard for AtomicBloomFilter<H> {
     type Params = BloomShardParams;
     type Error = BloomError;
 
     fn create(p: &BloomShardParams) -> Result<Self, BloomError> {
-        BloomFilter::builder()
-            .expected_items(p.expected_items)
-            .false_positive_rate(p.false_positive_rate)
-            .hasher(H::from_key(p.key))
-            .build_atomic()
+        <BloomFilter<H> as Shard>::create(p).map(BloomFilter::into_atomic)
     }
 
     #[inline]
@@ -207,9 +204,7 @@ impl<H: ItemHasher> Shard for AtomicBloomFilter<H> {
     }
 
     fn import(bytes: &[u8], p: &BloomShardParams) -> Result<Self, BloomError> {
-        let f = AtomicBloomFilter::<H>::read_from(bytes)?;
-        p.check(f.expected_items(), f.bits(), f.hashes(), f.key())?;
-        Ok(f)
+        <BloomFilter<H> as Shard>::import(bytes, p).map(BloomFilter::into_atomic)
     }
 }
 

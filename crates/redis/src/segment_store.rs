@@ -371,8 +371,7 @@ impl RedisSegmentStore {
         let budget = optimum.bits as f64 * 1.12;
         for hashes in 1..optimum.hashes {
             // Classic bits per item for this k, then grown until the segmented rate holds.
-            let k = f64::from(hashes);
-            let mut bits_per_item = -k / (1.0 - fpr.powf(1.0 / k)).ln();
+            let mut bits_per_item = url_dedup_bloom::sizing::bits_per_item(hashes, fpr);
             for _ in 0..20 {
                 let bits = bits_per_item * items as f64;
                 if !bits.is_finite() || bits > budget {
