@@ -14,110 +14,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use url_dedup_benches::peers::{
+    Bloomfilter, Classic, ClassicAtomic, Fastbloom, Filter, Probabilistic,
+};
 use url_dedup_benches::urls;
-
-trait Filter {
-    const NAME: &'static str;
-    fn new(n: usize, p: f64) -> Self;
-    fn insert(&mut self, key: &str);
-    fn contains(&self, key: &str) -> bool;
-    fn bits(&self) -> u64;
-}
-
-struct Ours(url_dedup_bloom::BloomFilter);
-impl Filter for Ours {
-    const NAME: &'static str = "url-dedup-bloom";
-    fn new(n: usize, p: f64) -> Self {
-        let f = url_dedup_bloom::BloomFilter::builder()
-            .expected_items(n as u64)
-            .false_positive_rate(p)
-            .build()
-            .expect("valid parameters");
-        Self(f)
-    }
-    fn insert(&mut self, key: &str) {
-        self.0.insert(key);
-    }
-    fn contains(&self, key: &str) -> bool {
-        self.0.contains(key)
-    }
-    fn bits(&self) -> u64 {
-        self.0.bits()
-    }
-}
-
-struct OursAtomic(url_dedup_bloom::AtomicBloomFilter);
-impl Filter for OursAtomic {
-    const NAME: &'static str = "url-dedup-bloom atomic";
-    fn new(n: usize, p: f64) -> Self {
-        let f = url_dedup_bloom::AtomicBloomFilter::builder()
-            .expected_items(n as u64)
-            .false_positive_rate(p)
-            .build_atomic()
-            .expect("valid parameters");
-        Self(f)
-    }
-    fn insert(&mut self, key: &str) {
-        self.0.insert(key);
-    }
-    fn contains(&self, key: &str) -> bool {
-        self.0.contains(key)
-    }
-    fn bits(&self) -> u64 {
-        self.0.bits()
-    }
-}
-
-struct Fastbloom(fastbloom::BloomFilter);
-impl Filter for Fastbloom {
-    const NAME: &'static str = "fastbloom 0.17";
-    fn new(n: usize, p: f64) -> Self {
-        Self(fastbloom::BloomFilter::with_false_pos(p).expected_items(n))
-    }
-    fn insert(&mut self, key: &str) {
-        self.0.insert(key);
-    }
-    fn contains(&self, key: &str) -> bool {
-        self.0.contains(key)
-    }
-    fn bits(&self) -> u64 {
-        self.0.num_bits() as u64
-    }
-}
-
-struct Bloomfilter(bloomfilter::Bloom<str>);
-impl Filter for Bloomfilter {
-    const NAME: &'static str = "bloomfilter 3.0";
-    fn new(n: usize, p: f64) -> Self {
-        Self(bloomfilter::Bloom::new_for_fp_rate(n, p).expect("valid parameters"))
-    }
-    fn insert(&mut self, key: &str) {
-        self.0.set(key);
-    }
-    fn contains(&self, key: &str) -> bool {
-        self.0.check(key)
-    }
-    fn bits(&self) -> u64 {
-        self.0.len()
-    }
-}
-
-struct Probabilistic(probabilistic_collections::bloom::BloomFilter<String>);
-impl Filter for Probabilistic {
-    const NAME: &'static str = "probabilistic-collections 0.7";
-    fn new(n: usize, p: f64) -> Self {
-        Self(probabilistic_collections::bloom::BloomFilter::new(n, p))
-    }
-    fn insert(&mut self, key: &str) {
-        self.0.insert(key);
-    }
-    fn contains(&self, key: &str) -> bool {
-        self.0.contains(key)
-    }
-    fn bits(&self) -> u64 {
-        self.0.len() as u64
-    }
-}
 
 struct Keys<'a> {
     label: &'static str,
@@ -199,8 +99,8 @@ fn classic(c: &mut Criterion) {
                 present: &present,
                 absent: &absent,
             };
-            run::<Ours>(c, &keys);
-            run::<OursAtomic>(c, &keys);
+            run::<Classic>(c, &keys);
+            run::<ClassicAtomic>(c, &keys);
             run::<Fastbloom>(c, &keys);
             run::<Bloomfilter>(c, &keys);
             run::<Probabilistic>(c, &keys);

@@ -4,6 +4,8 @@
 //! like.
 #![forbid(unsafe_code)]
 
+pub mod peers;
+
 /// `count` distinct URL-like keys of 48 to 90 bytes, deterministic for a given `seed`.
 ///
 /// # Examples

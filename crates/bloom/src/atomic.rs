@@ -158,9 +158,12 @@ impl<H: ItemHasher> AtomicBloomFilter<H> {
     /// ```
     #[inline]
     pub fn contains_digest(&self, digest: Digest) -> bool {
-        self.shape
-            .positions(digest)
-            .all(|(w, mask)| self.words[w].load(Relaxed) & mask != 0)
+        // Branch-free like `BloomFilter::contains_digest`: all K loads in flight at once.
+        let mut missing = 0u64;
+        for (w, mask) in self.shape.positions(digest) {
+            missing |= mask & !self.words[w].load(Relaxed);
+        }
+        missing == 0
     }
 
     /// Hashes an item with this filter's hasher.

@@ -159,10 +159,15 @@ impl<H: ItemHasher> BloomFilter<H> {
     #[inline]
     pub fn contains_digest(&self, digest: Digest) -> bool {
         let words = self.words();
-        // Early exit: a miss usually stops at the first or second zero bit.
-        self.shape
-            .positions(digest)
-            .all(|(w, mask)| words[w] & mask != 0)
+        // No early exit: the K loads are independent, so their cache misses overlap and the
+        // next call starts at once. Stopping at the first zero bit would make a miss wait for
+        // each load in turn and then mispredict the exit (measured at n = 10M: 186 ns with the
+        // early exit, see docs/benchmarks.md, against the hit path's 158 ns).
+        let mut missing = 0u64;
+        for (w, mask) in self.shape.positions(digest) {
+            missing |= mask & !words[w];
+        }
+        missing == 0
     }
 
     /// Hashes an item with this filter's hasher.

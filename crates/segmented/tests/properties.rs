@@ -1,5 +1,5 @@
-//! Invariants over random inputs: no false negatives, batch == sequential, segment export and
-//! import round trip, incremental checkpoints replayed over a base == the live filter.
+//! Invariants over random inputs: no false negatives, batch == sequential, the `&mut self` path
+//! == the shared one, segment export and import round trip, incremental checkpoints replayed over a base == the live filter.
 
 use proptest::prelude::*;
 use url_dedup_bloom::HashKey;
@@ -51,6 +51,17 @@ proptest! {
             prop_assert!(!f.check_and_insert(item));
         }
         prop_assert!(f.contains_batch(&items).into_iter().all(|x| x));
+    }
+
+    #[test]
+    fn exclusive_path_equals_shared_path(layout in layouts(), items in items()) {
+        let shared = filter(layout, 3);
+        let mut exclusive = filter(layout, 3);
+        for item in &items {
+            prop_assert_eq!(shared.check_and_insert(item), exclusive.check_and_insert_mut(item));
+        }
+        prop_assert_eq!(words(&shared), words(&exclusive));
+        prop_assert_eq!(shared.store().dirty_segments(), exclusive.store().dirty_segments());
     }
 
     #[test]

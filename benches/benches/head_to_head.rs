@@ -1,0 +1,263 @@
+//! Head to head, interleaved: our filters and their peers measured in alternating rounds, so
+//! that a burst of load from other processes lands on every contender alike, and reported as
+//! medians over rounds of each contender's time and of each ratio.
+//!
+//! Criterion's targets (`bloom`, `segmented`) measure one contender after another, several
+//! seconds each; on a shared two-core machine the background load changes between them and
+//! ratios drift by 20% from run to run. Here every round times every contender on the same
+//! slice of keys, in a rotated order, and a ratio is taken within a round before the median
+//! across rounds is.
+//!
+//! ```text
+//! cargo bench -p url-dedup-benches --bench head_to_head
+//! URL_DEDUP_BENCH_SIZES=100K URL_DEDUP_BENCH_RATES=0.01,0.001 URL_DEDUP_BENCH_ROUNDS=11 \
+//!     cargo bench -p url-dedup-benches --bench head_to_head
+//! ```
+//!
+//! Defaults: n = 10M, p = 1%, 9 rounds of 1,000,000 operations per contender and operation
+//! (`URL_DEDUP_BENCH_OPS`). Times are CPU time of the measuring thread, in ns per operation:
+//!
+//! * `insert`: keys added to a filter being filled, which continues across rounds and starts
+//!   afresh (untimed) when full, so rounds average over fill levels;
+//! * `hit`: present keys queried on a full filter; `miss`: absent keys on the same filter.
+//!
+//! `batch` contenders are url-dedup-segmented's batch methods (`check_and_insert_batch`,
+//! `contains_batch`, 1,024 keys per call, `&self`, exactly-once); the others are single calls
+//! (`insert` through `&mut self` for every filter, ours included).
+
+use std::time::Duration;
+
+use cpu_time::ThreadTime;
+use url_dedup_benches::peers::{
+    Bloomfilter, Classic, Fastbloom, Filter, Sbbf, Segmented, SegmentedXxh3, segmented,
+};
+use url_dedup_benches::urls;
+use url_dedup_bloom::hash::{ItemHasher, SipHash13, Xxh3};
+use url_dedup_segmented::SegmentedBloomFilter;
+
+const BATCH: usize = 1024;
+const OPS: [&str; 3] = ["insert", "hit", "miss"];
+
+/// One contender: its figures and a way to time each operation over a slice of keys.
+struct Contender<'k> {
+    name: String,
+    bits_per_item: f64,
+    fpr: f64,
+    time: Box<dyn FnMut(usize, &'k [String]) -> Duration + 'k>,
+}
+
+fn timed(op: impl FnOnce()) -> Duration {
+    let start = ThreadTime::now();
+    op();
+    start.elapsed()
+}
+
+/// Measured false-positive rate of a full filter over `absent` keys.
+fn fpr(absent: &[String], contains: impl Fn(&str) -> bool) -> f64 {
+    absent.iter().filter(|k| contains(k)).count() as f64 / absent.len() as f64
+}
+
+fn single<'k, F: Filter + 'k>(
+    n: usize,
+    p: f64,
+    present: &'k [String],
+    absent: &'k [String],
+) -> Contender<'k> {
+    let mut full = F::new(n, p);
+    present.iter().for_each(|k| full.insert(k));
+    let mut filling = F::new(n, p);
+    let mut filled = 0usize;
+    Contender {
+        name: F::NAME.to_string(),
+        bits_per_item: full.bits() as f64 / n as f64,
+        fpr: fpr(absent, |k| full.contains(k)),
+        time: Box::new(move |op, keys| match op {
+            0 => {
+                if filled + keys.len() > n {
+                    filling = F::new(n, p);
+                    filled = 0;
+                }
+                filled += keys.len();
+                timed(|| keys.iter().for_each(|k| filling.insert(k)))
+            }
+            _ => timed(|| {
+                let found = keys.iter().filter(|k| full.contains(k)).count();
+                std::hint::black_box(found);
+            }),
+        }),
+    }
+}
+
+fn batch<'k, H: ItemHasher + 'k>(
+    name: &str,
+    n: usize,
+    p: f64,
+    present: &'k [String],
+    absent: &'k [String],
+) -> Contender<'k> {
+    let full: SegmentedBloomFilter<H> = segmented(n, p);
+    present.chunks(BATCH).for_each(|c| {
+        full.check_and_insert_batch(c);
+    });
+    let mut filling: SegmentedBloomFilter<H> = segmented(n, p);
+    let mut filled = 0usize;
+    Contender {
+        name: format!("{name} batch"),
+        bits_per_item: full.bits() as f64 / n as f64,
+        fpr: {
+            let found: usize = absent
+                .chunks(BATCH)
+                .map(|c| full.contains_batch(c).into_iter().filter(|&x| x).count())
+                .sum();
+            found as f64 / absent.len() as f64
+        },
+        time: Box::new(move |op, keys| match op {
+            0 => {
+                if filled + keys.len() > n {
+                    filling.clear();
+                    filled = 0;
+                }
+                filled += keys.len();
+                timed(|| {
+                    for c in keys.chunks(BATCH) {
+                        std::hint::black_box(filling.check_and_insert_batch(c));
+                    }
+                })
+            }
+            _ => timed(|| {
+                for c in keys.chunks(BATCH) {
+                    std::hint::black_box(full.contains_batch(c));
+                }
+            }),
+        }),
+    }
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    if xs.len().is_multiple_of(2) {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    } else {
+        xs[mid]
+    }
+}
+
+fn main() {
+    // `cargo test --benches` and `--list` run bench binaries too: only `cargo bench` measures.
+    let args: Vec<String> = std::env::args().collect();
+    if !args.iter().any(|a| a == "--bench") || args.iter().any(|a| a == "--list") {
+        return;
+    }
+    let sizes: Vec<(String, usize)> = match std::env::var("URL_DEDUP_BENCH_SIZES") {
+        Ok(_) => url_dedup_benches::sizes()
+            .into_iter()
+            .map(|(l, n)| (l.to_string(), n))
+            .collect(),
+        Err(_) => vec![("10M".to_string(), 10_000_000)],
+    };
+    let rates: Vec<f64> = std::env::var("URL_DEDUP_BENCH_RATES")
+        .ok()
+        .map(|list| {
+            list.split(',')
+                .filter_map(|r| r.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|| vec![0.01]);
+    let rounds = env_usize("URL_DEDUP_BENCH_ROUNDS", 9).max(1);
+    let ops = env_usize("URL_DEDUP_BENCH_OPS", 1_000_000).max(BATCH);
+    let absent = urls(1_000_000, 2);
+
+    for (label, n) in sizes {
+        let present = urls(n, 1);
+        let window = ops.min(n);
+        for &p in &rates {
+            println!(
+                "\n## n = {label}, p = {p}: {rounds} interleaved rounds of {window} operations"
+            );
+            let mut all: Vec<Contender> = vec![
+                single::<Classic>(n, p, &present, &absent),
+                single::<Segmented>(n, p, &present, &absent),
+                batch::<SipHash13>("url-dedup-segmented", n, p, &present, &absent),
+                single::<SegmentedXxh3>(n, p, &present, &absent),
+                batch::<Xxh3>("url-dedup-segmented xxh3", n, p, &present, &absent),
+                single::<Fastbloom>(n, p, &present, &absent),
+                single::<Bloomfilter>(n, p, &present, &absent),
+                single::<Sbbf>(n, p, &present, &absent),
+            ];
+            // ns[contender][op][round]
+            let mut ns = vec![vec![Vec::with_capacity(rounds); OPS.len()]; all.len()];
+            for round in 0..rounds {
+                let start = (round * window) % (n - window + 1).max(1);
+                let slices = [
+                    &present[start..start + window],
+                    &present[start..start + window],
+                    &absent[..window.min(absent.len())],
+                ];
+                for (op, keys) in slices.iter().enumerate() {
+                    let count = all.len();
+                    for i in 0..count {
+                        let c = (i + round) % count;
+                        let took = (all[c].time)(op, keys);
+                        ns[c][op].push(took.as_nanos() as f64 / keys.len() as f64);
+                    }
+                }
+            }
+            println!(
+                "\n| contender | bits/item | FPR | insert ns | hit ns | miss ns |\n|---|---|---|---|---|---|"
+            );
+            for (c, contender) in all.iter().enumerate() {
+                println!(
+                    "| {} | {:.2} | {:.3}% | {:.1} | {:.1} | {:.1} |",
+                    contender.name,
+                    contender.bits_per_item,
+                    100.0 * contender.fpr,
+                    median(ns[c][0].clone()),
+                    median(ns[c][1].clone()),
+                    median(ns[c][2].clone()),
+                );
+            }
+            println!(
+                "\nspeedup = peer time / our time, median over rounds of the per-round ratio\n\n| ours | peer | insert | hit | miss |\n|---|---|---|---|---|"
+            );
+            let ours = [
+                "url-dedup-bloom",
+                "url-dedup-segmented",
+                "url-dedup-segmented batch",
+                "url-dedup-segmented xxh3",
+                "url-dedup-segmented xxh3 batch",
+            ];
+            let peers = [Fastbloom::NAME, Bloomfilter::NAME, Sbbf::NAME];
+            let index = |name: &str| all.iter().position(|c| c.name == name);
+            for o in ours {
+                for q in peers {
+                    let (Some(oi), Some(qi)) = (index(o), index(q)) else {
+                        continue;
+                    };
+                    let ratio = |op: usize| {
+                        median(
+                            ns[qi][op]
+                                .iter()
+                                .zip(&ns[oi][op])
+                                .map(|(peer, us)| peer / us)
+                                .collect(),
+                        )
+                    };
+                    println!(
+                        "| {o} | {q} | {:.2}x | {:.2}x | {:.2}x |",
+                        ratio(0),
+                        ratio(1),
+                        ratio(2)
+                    );
+                }
+            }
+        }
+    }
+}
