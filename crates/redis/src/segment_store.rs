@@ -324,6 +324,11 @@ impl Meta {
 /// * **Failures**: calls reconnect and retry under the [`Backoff`] policy, re-checking the
 ///   metadata after each reconnect (a Redis that restarted empty gets it back); a batch whose
 ///   reply was lost is handled per [`Uncertain`].
+/// * **Known bits**: in [`WriteMode::Bitfield`] the store remembers the bits it has seen set
+///   (they are never cleared) and leaves them out of its commands; an item whose bits are all
+///   known is answered without Redis. Same answers, same exactly-once guarantee, emptied on
+///   every reconnect; see [`StoreOptions::known_bits_limit`] and
+///   [`known_bits_stats`](Self::known_bits_stats).
 ///
 /// The trait is synchronous; call it from `tokio::task::spawn_blocking` in async code.
 ///
