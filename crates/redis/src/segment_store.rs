@@ -1077,15 +1077,18 @@ impl RedisSegmentStore {
     /// the batch was retried (a failed attempt may have run before its reply was lost).
     fn bitfield_batch(&self, set: bool, probes: &[Probe], answers: &mut [bool]) -> Result<bool> {
         let known = self.known.as_ref();
+        let k = self.meta.layout.hashes() as usize;
         let mut plan = Plan::default();
-        let mut bits = Vec::new();
+        let mut bits = Vec::with_capacity(probes.len() * k);
         let mut attempts = 0;
         if let Some(known) = known.filter(|k| self.all_known(k, probes)) {
             // Nothing to ask: every item is a duplicate, and present.
             plan.epoch = known.epoch();
-            plan.skipped = probes.len() as u64 * u64::from(self.meta.layout.hashes());
+            plan.skipped = (probes.len() * k) as u64;
         } else {
             let order = self.key_order(probes);
+            plan.items.reserve(probes.len());
+            plan.offsets.reserve(probes.len() * k);
             let operation = if set { "check and insert" } else { "contains" };
             self.with_connection(operation, |live| {
                 attempts += 1;
