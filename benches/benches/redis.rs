@@ -370,13 +370,15 @@ impl Method for Ours {
     }
 }
 
-/// Our store, in its two write modes.
+/// Our store, in its two write modes, and the `BITFIELD` mode without its cache of known bits
+/// (`StoreOptions::known_bits_limit = 0`: every bit of every URL goes to Redis).
 fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
-    let factory = move |mode: WriteMode| {
+    let factory = move |mode: WriteMode, known_bits_limit: u64| {
         move |url: &str, n: u64| -> Box<dyn Method> {
             let layout = RedisSegmentStore::layout_for(n, FPR).expect("layout");
             let options = StoreOptions {
                 mode,
+                known_bits_limit,
                 ..StoreOptions::new("seen")
             };
             let filter =
@@ -385,9 +387,17 @@ fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
             Box::new(Ours { filter })
         }
     };
+    let default_limit = StoreOptions::new("seen").known_bits_limit;
     vec![
-        ("ours: bitfield/key", Box::new(factory(WriteMode::Bitfield))),
-        ("ours: optimistic", Box::new(factory(WriteMode::Optimistic))),
+        (
+            "ours: bitfield/key",
+            Box::new(factory(WriteMode::Bitfield, default_limit)),
+        ),
+        ("ours: no cache", Box::new(factory(WriteMode::Bitfield, 0))),
+        (
+            "ours: optimistic",
+            Box::new(factory(WriteMode::Optimistic, default_limit)),
+        ),
     ]
 }
 

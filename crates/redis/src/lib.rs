@@ -118,6 +118,7 @@
 mod error;
 mod frontier;
 mod ids;
+mod known_bits;
 mod leader;
 mod link;
 mod membership;
@@ -134,6 +135,7 @@ mod wire;
 pub use error::{Error, Result};
 pub use frontier::{Claim, Frontier, FrontierSettings};
 pub use ids::GlobalIds;
+pub use known_bits::KnownBitsStats;
 pub use leader::{Epoch, LeaderLease};
 pub use link::{Backoff, Link};
 pub use membership::Membership;

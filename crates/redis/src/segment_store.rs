@@ -2,7 +2,7 @@
 //! segment and batch.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, RedisError};
@@ -12,6 +12,7 @@ use url_dedup_segmented::{
 };
 
 use crate::error::{Error, Result};
+use crate::known_bits::{KnownBits, KnownBitsStats};
 use crate::link::{Backoff, is_transient};
 use crate::resp::Packed;
 use crate::wire::{Reply, Wire};
@@ -28,6 +29,9 @@ const SEND_CHUNK: usize = 32 << 10;
 const TRANSFER_CHUNK: u64 = 1 << 20;
 /// Largest segment the store reads back ([`MAX_SEGMENT_BITS`] / 8: a Redis string's limit).
 const MAX_SEGMENT_BYTES: u64 = MAX_SEGMENT_BITS / 8;
+/// Default [`StoreOptions::known_bits_limit`]: a 10-million-URL filter at 1% (13 MiB) fits
+/// with room to spare.
+const DEFAULT_KNOWN_BITS_LIMIT: u64 = 64 << 20;
 
 /// How a batch sets its bits.
 ///
@@ -104,18 +108,40 @@ pub struct StoreOptions {
     pub backoff: Backoff,
     /// Connections kept for threads sharing the store (at least 1).
     pub connections: usize,
+    /// Largest filter, in bytes of bits, for which the store keeps a client-side copy of the
+    /// bits it has seen set (default 64 MiB; 0 disables it).
+    ///
+    /// Bits of the shared filter are only ever set, so a bit this client saw as 1 (answered 1,
+    /// or set by one of its own commands) is still 1. [`WriteMode::Bitfield`] batches leave
+    /// such bits out of their commands and answer an item whose bits are all known without
+    /// asking Redis; the answers are the same as with every bit sent, and admission stays
+    /// exactly-once across clients (see `docs/redis.md`).
+    ///
+    /// * **Memory**: as much as the filter itself, about 1.3 bytes per expected URL at 1%, in
+    ///   every process that opens it (13 MiB for 10 million URLs), allocated when the store
+    ///   is opened. A filter larger than the limit, or an allocation that fails, runs without.
+    /// * **Cleared** whenever the store opens a connection, which it does after every failure:
+    ///   a Redis that restarted may have lost bits.
+    /// * **Assumes** nobody deletes or clears the filter's keys while clients are connected;
+    ///   a process that does so must have every client reopen the store.
+    ///
+    /// [`WriteMode::Optimistic`] keeps no cache.
+    pub known_bits_limit: u64,
 }
 
 impl StoreOptions {
     /// Defaults for `prefix`: plain keys, [`WriteMode::Bitfield`], [`Uncertain::AssumeNew`],
-    /// the default [`Backoff`], one connection.
+    /// the default [`Backoff`], one connection, a cache of known bits for filters up to
+    /// 64 MiB.
     ///
     /// # Examples
     ///
     /// ```
     /// use url_dedup_redis::{StoreOptions, WriteMode};
     ///
-    /// assert_eq!(StoreOptions::new("seen").mode, WriteMode::Bitfield);
+    /// let opts = StoreOptions::new("seen");
+    /// assert_eq!(opts.mode, WriteMode::Bitfield);
+    /// assert_eq!(opts.known_bits_limit, 64 << 20);
     /// ```
     pub fn new(prefix: impl Into<String>) -> Self {
         Self {
@@ -126,6 +152,7 @@ impl StoreOptions {
             uncertain: Uncertain::default(),
             backoff: Backoff::default(),
             connections: 1,
+            known_bits_limit: DEFAULT_KNOWN_BITS_LIMIT,
         }
     }
 
@@ -297,6 +324,11 @@ impl Meta {
 /// * **Failures**: calls reconnect and retry under the [`Backoff`] policy, re-checking the
 ///   metadata after each reconnect (a Redis that restarted empty gets it back); a batch whose
 ///   reply was lost is handled per [`Uncertain`].
+/// * **Known bits**: in [`WriteMode::Bitfield`] the store remembers the bits it has seen set
+///   (they are never cleared) and leaves them out of its commands; an item whose bits are all
+///   known is answered without Redis. Same answers, same exactly-once guarantee, emptied on
+///   every reconnect; see [`StoreOptions::known_bits_limit`] and
+///   [`known_bits_stats`](Self::known_bits_stats).
 ///
 /// The trait is synchronous; call it from `tokio::task::spawn_blocking` in async code.
 ///
@@ -325,6 +357,10 @@ pub struct RedisSegmentStore {
     meta_key: String,
     pool: Vec<Mutex<Option<Live>>>,
     next: AtomicUsize,
+    /// Bits seen set, in [`WriteMode::Bitfield`] when the filter fits the limit.
+    known: Option<KnownBits>,
+    bits_sent: AtomicU64,
+    bits_skipped: AtomicU64,
 }
 
 impl std::fmt::Debug for RedisSegmentStore {
@@ -531,6 +567,11 @@ impl RedisSegmentStore {
         let pool = (0..options.connections.max(1))
             .map(|_| Mutex::new(None))
             .collect();
+        let bits = meta.layout.bits();
+        let known = (options.mode == WriteMode::Bitfield
+            && bits.div_ceil(8) <= options.known_bits_limit)
+            .then(|| KnownBits::new(bits))
+            .flatten();
         Ok(Self {
             client,
             meta_key: options.meta_key(),
@@ -538,6 +579,9 @@ impl RedisSegmentStore {
             meta,
             pool,
             next: AtomicUsize::new(0),
+            known,
+            bits_sent: AtomicU64::new(0),
+            bits_skipped: AtomicU64::new(0),
         })
     }
 
@@ -557,6 +601,39 @@ impl RedisSegmentStore {
     /// ```
     pub fn options(&self) -> &StoreOptions {
         &self.options
+    }
+
+    /// Bit operations sent to Redis and left out thanks to the cache of known-set bits (see
+    /// [`StoreOptions::known_bits_limit`]), counted over the store's successful batches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("known_bits_stats example") else { return Ok(()) };
+    /// use url_dedup_bloom::{ItemHasher, SipHash13};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    ///
+    /// let layout = RedisSegmentStore::layout_for(1_000, 0.01)?;
+    /// let f = RedisSegmentStore::create_filter(&server.url(), StoreOptions::new("k"), layout, SipHash13::random(), 1_000)?;
+    /// assert!(f.try_check_and_insert("https://example.com/")?);
+    /// let before = f.store().known_bits_stats();
+    /// assert!(before.bytes > 0);
+    ///
+    /// // Every bit of this URL is known set: the answer comes without asking Redis.
+    /// assert!(!f.try_check_and_insert("https://example.com/")?);
+    /// let after = f.store().known_bits_stats();
+    /// assert_eq!(after.sent, before.sent);
+    /// assert_eq!(after.skipped, before.skipped + u64::from(layout.hashes()));
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn known_bits_stats(&self) -> KnownBitsStats {
+        KnownBitsStats {
+            bytes: self.known.as_ref().map_or(0, KnownBits::bytes),
+            sent: self.bits_sent.load(Ordering::Relaxed),
+            skipped: self.bits_skipped.load(Ordering::Relaxed),
+            invalidations: self.known.as_ref().map_or(0, KnownBits::invalidations),
+        }
     }
 
     /// Copies every segment into a new in-memory store (`GETRANGE` in 1 MiB pieces). Wrap it
@@ -742,6 +819,12 @@ impl RedisSegmentStore {
             backoff.response_timeout,
         )
         .map_err(|e| Failure::Redis(e.into()))?;
+        // Connected, possibly to a Redis that restarted and lost bits: forget what the old
+        // connections saw. Only after connecting, so no bit learned from an older server can
+        // outlive this (see `known_bits`).
+        if let Some(known) = &self.known {
+            known.clear();
+        }
         Ok(Live { admin, wire })
     }
 
@@ -871,53 +954,189 @@ impl RedisSegmentStore {
         }
     }
 
-    fn bitfield_check_and_insert(&self, probes: &[Probe], new: &mut [bool]) -> Result<bool> {
-        let groups = self.groups(probes);
-        let k = self.meta.layout.hashes() as usize;
-        let mut packed = Packed::default();
-        let mut bits = Vec::with_capacity(probes.len() * k);
-        let mut attempts = 0;
-        self.with_connection("check and insert", |live| {
-            attempts += 1;
-            // A failed attempt may have left packed commands and answers behind.
-            bits.clear();
-            packed.clear();
-            // Pack and send in pieces: Redis works on the first commands while later ones are
-            // packed, instead of both sides taking turns.
-            let mut commands = 0;
-            for (key, members) in &groups {
-                self.pack_bitfield(&mut packed, true, *key, members, probes);
-                if packed.buf.len() >= SEND_CHUNK {
-                    live.wire.send(&packed.buf)?;
-                    commands += packed.commands;
-                    packed.clear();
+    /// The batch's probe indexes sorted by data key; stable, so a repeat sees its first
+    /// occurrence.
+    fn key_order(&self, probes: &[Probe]) -> Vec<usize> {
+        let per_key = self.meta.segments_per_key;
+        let mut order: Vec<usize> = (0..probes.len()).collect();
+        order.sort_by_key(|&i| probes[i].segment / per_key);
+        order
+    }
+
+    /// Whether every bit of every probe is known set.
+    fn all_known(&self, known: &KnownBits, probes: &[Probe]) -> bool {
+        let layout = self.meta.layout;
+        probes.iter().all(|&probe| {
+            let base = probe.segment * layout.segment_bits();
+            layout
+                .offsets(probe)
+                .all(|offset| known.is_set(base + offset))
+        })
+    }
+
+    /// Plans the batch into `plan` and sends it: the probes in `order`, each with its bits not
+    /// known set (items whose bits are all known are left out), grouped by data key, whole
+    /// items of at most [`MAX_OPS_PER_COMMAND`] bits per command. Commands are handed to the
+    /// socket in pieces, so Redis works on the first ones while later ones are planned.
+    /// Returns how many commands were sent.
+    fn plan_and_send(
+        &self,
+        live: &mut Live,
+        set: bool,
+        probes: &[Probe],
+        order: &[usize],
+        known: Option<&KnownBits>,
+        plan: &mut Plan,
+    ) -> redis::RedisResult<usize> {
+        let layout = self.meta.layout;
+        let per_key = self.meta.segments_per_key;
+        let segment_bits = layout.segment_bits();
+        plan.commands.clear();
+        plan.items.clear();
+        plan.offsets.clear();
+        plan.skipped = 0;
+        plan.packed.clear();
+        // The epoch first: bits read after it are no older than it.
+        plan.epoch = known.map_or(0, KnownBits::epoch);
+        let mut sent_commands = 0;
+        let mut ops = 0;
+        for &i in order {
+            let probe = probes[i];
+            let key = probe.segment / per_key;
+            let base = probe.segment % per_key * segment_bits;
+            let key_base = key * per_key * segment_bits;
+            let first = plan.offsets.len();
+            for offset in layout.offsets(probe) {
+                let at = base + offset;
+                match known {
+                    Some(known) if known.is_set(key_base + at) => plan.skipped += 1,
+                    _ => plan.offsets.push(at),
                 }
             }
-            live.wire.send(&packed.buf)?;
-            commands += packed.commands;
-            packed.clear();
-            match live.wire.receive_bits(commands, &mut bits)? {
-                Ok(()) => Ok(()),
-                Err(message) => Err(server_error(message)),
+            let sent = plan.offsets.len() - first;
+            if sent == 0 {
+                continue;
             }
-        })?;
-        if bits.len() != probes.len() * k {
+            match plan.commands.last() {
+                Some(&(k, _)) if k == key && ops + sent <= MAX_OPS_PER_COMMAND => ops += sent,
+                last => {
+                    if last.is_some() {
+                        self.pack_planned(set, plan, plan.commands.len() - 1);
+                        if plan.packed.buf.len() >= SEND_CHUNK {
+                            live.wire.send(&plan.packed.buf)?;
+                            sent_commands += plan.packed.commands;
+                            plan.packed.clear();
+                        }
+                    }
+                    plan.commands.push((key, 0));
+                    ops = sent;
+                }
+            }
+            plan.items.push((i, plan.offsets.len()));
+            if let Some(command) = plan.commands.last_mut() {
+                command.1 = plan.items.len();
+            }
+        }
+        if !plan.commands.is_empty() {
+            self.pack_planned(set, plan, plan.commands.len() - 1);
+        }
+        live.wire.send(&plan.packed.buf)?;
+        sent_commands += plan.packed.commands;
+        plan.packed.clear();
+        Ok(sent_commands)
+    }
+
+    /// Appends planned command `c` to `plan.packed`: `BITFIELD key SET u1 <o> 1 ...` (`set`)
+    /// or `BITFIELD_RO key GET u1 <o> ...`.
+    fn pack_planned(&self, set: bool, plan: &mut Plan, c: usize) {
+        let (key, items_end) = plan.commands[c];
+        let items_start = if c == 0 { 0 } else { plan.commands[c - 1].1 };
+        let from = plan.offsets_start(items_start);
+        let to = plan.items[items_end - 1].1;
+        let per_op = if set { 4 } else { 3 };
+        let packed = &mut plan.packed;
+        packed.command(2 + (to - from) * per_op);
+        packed.bulk(if set { b"BITFIELD" } else { b"BITFIELD_RO" });
+        packed.bulk(self.options.data_key(key).as_bytes());
+        // The fixed parts of each operation, pre-encoded.
+        let (head, tail): (&[u8], &[u8]) = if set {
+            (b"$3\r\nSET\r\n$2\r\nu1\r\n", b"$1\r\n1\r\n")
+        } else {
+            (b"$3\r\nGET\r\n$2\r\nu1\r\n", b"")
+        };
+        for &at in &plan.offsets[from..to] {
+            packed.buf.extend_from_slice(head);
+            packed.bulk_u64(at);
+            packed.buf.extend_from_slice(tail);
+        }
+    }
+
+    /// `BITFIELD key SET u1 <o> 1 ...` (`set`) or `BITFIELD_RO key GET u1 <o> ...` for the
+    /// batch, one pipelined round trip, leaving out bits known set. Fills `answers` with "any
+    /// bit was 0" (`set`) or "all bits are 1", learns the bits seen set, and returns whether
+    /// the batch was retried (a failed attempt may have run before its reply was lost).
+    fn bitfield_batch(&self, set: bool, probes: &[Probe], answers: &mut [bool]) -> Result<bool> {
+        let known = self.known.as_ref();
+        let k = self.meta.layout.hashes() as usize;
+        let mut plan = Plan::default();
+        let mut bits = Vec::with_capacity(probes.len() * k);
+        let mut attempts = 0;
+        if let Some(known) = known.filter(|k| self.all_known(k, probes)) {
+            // Nothing to ask: every item is a duplicate, and present.
+            plan.epoch = known.epoch();
+            plan.skipped = (probes.len() * k) as u64;
+        } else {
+            let order = self.key_order(probes);
+            plan.items.reserve(probes.len());
+            plan.offsets.reserve(probes.len() * k);
+            let operation = if set { "check and insert" } else { "contains" };
+            self.with_connection(operation, |live| {
+                attempts += 1;
+                // Planned afresh by every attempt: a retry runs on a new connection, which
+                // emptied the cache (bits known from a server that restarted would be wrong).
+                // A failed attempt may have left answers behind.
+                bits.clear();
+                let commands = self.plan_and_send(live, set, probes, &order, known, &mut plan)?;
+                match live.wire.receive_bits(commands, &mut bits)? {
+                    Ok(()) => Ok(()),
+                    Err(message) => Err(server_error(message)),
+                }
+            })?;
+        }
+        if bits.len() != plan.offsets.len() {
             return Err(corrupt(
                 &self.options.prefix,
                 format!(
                     "BITFIELD answered {} values, not {}",
                     bits.len(),
-                    probes.len() * k
+                    plan.offsets.len()
                 ),
             ));
         }
-        let mut olds = bits.chunks_exact(k);
-        for (_, members) in &groups {
-            for (&i, old) in members.iter().zip(olds.by_ref()) {
-                new[i] = old.contains(&0);
-            }
+        // Items left out have every bit known set: a duplicate, and present.
+        answers.fill(!set);
+        for (n, &(i, end)) in plan.items.iter().enumerate() {
+            let olds = &bits[plan.offsets_start(n)..end];
+            answers[i] = if set {
+                olds.contains(&0)
+            } else {
+                olds.iter().all(|&b| b == 1)
+            };
         }
-        // A failed attempt may have run on the server before its reply was lost.
+        if let Some(known) = known.filter(|_| !bits.is_empty()) {
+            // After SET every bit sent is 1, whatever it was; after GET those answered 1 are.
+            // Not if a connection was opened since planning: the answers may be the old one's.
+            known.learn(
+                plan.epoch,
+                plan.global_bits(self.meta.segments_per_key * self.meta.layout.segment_bits())
+                    .zip(&bits)
+                    .filter(|&(_, &b)| set || b == 1)
+                    .map(|(bit, _)| bit),
+            );
+        }
+        self.bits_sent
+            .fetch_add(plan.offsets.len() as u64, Ordering::Relaxed);
+        self.bits_skipped.fetch_add(plan.skipped, Ordering::Relaxed);
         Ok(attempts > 1)
     }
 
@@ -1000,6 +1219,44 @@ impl RedisSegmentStore {
     }
 }
 
+/// One batch's `BITFIELD` commands, built by [`RedisSegmentStore::plan_and_send`].
+#[derive(Default)]
+struct Plan {
+    /// Per command: its data key and the end of its items in `items`.
+    commands: Vec<(u64, usize)>,
+    /// Per item sent, in command order: its probe index and the end of its bits in `offsets`.
+    items: Vec<(usize, usize)>,
+    /// The bits to send, as offsets inside their data key.
+    offsets: Vec<u64>,
+    /// Bits left out because they were known set.
+    skipped: u64,
+    /// The cache's epoch when the plan was made.
+    epoch: u64,
+    /// Commands packed and not yet sent.
+    packed: Packed,
+}
+
+impl Plan {
+    /// Where item `n`'s bits start in `offsets`.
+    fn offsets_start(&self, n: usize) -> usize {
+        if n == 0 { 0 } else { self.items[n - 1].1 }
+    }
+
+    /// The global position (`segment * segment_bits + offset`) of each bit in `offsets`,
+    /// given the bits per data key.
+    fn global_bits(&self, key_bits: u64) -> impl Iterator<Item = u64> + '_ {
+        let mut item = 0;
+        self.commands.iter().flat_map(move |&(key, items_end)| {
+            let from = self.offsets_start(item);
+            let to = self.items[items_end - 1].1;
+            item = items_end;
+            self.offsets[from..to]
+                .iter()
+                .map(move |&at| key * key_bits + at)
+        })
+    }
+}
+
 /// The connections of one pool slot: `admin` (the `redis` crate) for metadata and segment
 /// transfers, `wire` for the batches.
 struct Live {
@@ -1026,7 +1283,7 @@ impl SegmentStore for RedisSegmentStore {
         self.check_probes(probes)?;
         let mut answers = vec![false; probes.len()];
         let uncertain = match self.options.mode {
-            WriteMode::Bitfield => self.bitfield_check_and_insert(probes, &mut answers)?,
+            WriteMode::Bitfield => self.bitfield_batch(true, probes, &mut answers)?,
             WriteMode::Optimistic => self.optimistic_check_and_insert(probes, &mut answers)?,
         };
         if uncertain && self.options.uncertain == Uncertain::AssumeNew {
@@ -1041,21 +1298,8 @@ impl SegmentStore for RedisSegmentStore {
             return Ok(());
         }
         self.check_probes(probes)?;
-        let groups = self.groups(probes);
-        let k = self.meta.layout.hashes() as usize;
-        let mut packed = Packed::default();
-        for (key, members) in &groups {
-            self.pack_bitfield(&mut packed, false, *key, members, probes);
-        }
-        let replies =
-            self.with_connection("contains", |live| checked(live.wire.pipeline(&packed, 0)?))?;
-        let mut answers = vec![false; probes.len()];
-        for ((_, members), reply) in groups.iter().zip(replies) {
-            let bits = int_array(reply, k * members.len(), &self.options.prefix)?;
-            for (&i, bits) in members.iter().zip(bits.chunks(k)) {
-                answers[i] = bits.iter().all(|&b| b == 1);
-            }
-        }
+        let mut answers = vec![true; probes.len()];
+        self.bitfield_batch(false, probes, &mut answers)?;
         found.extend_from_slice(&answers);
         Ok(())
     }

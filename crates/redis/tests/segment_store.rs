@@ -365,6 +365,9 @@ fn empty_restart_recreates_metadata() {
     .unwrap();
     assert!(filter.try_check_and_insert("https://a.example/").unwrap());
     server.restart().unwrap();
+    // The client knows a's bits and would answer it without Redis; another URL reaches Redis,
+    // reconnects and so empties that cache.
+    assert!(filter.try_check_and_insert("https://b.example/").unwrap());
     assert!(
         filter.try_check_and_insert("https://a.example/").unwrap(),
         "data went with the restart"
@@ -469,4 +472,327 @@ proptest! {
         }
         prop_assert_eq!(words, reference);
     }
+}
+
+/// A small deterministic generator (xorshift), so the known-bits tests replay exactly.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Two clients with the cache of known bits (one store each, same prefix), one without it
+/// (another prefix) and the in-memory filter get the same batches, with many repeats inside
+/// and across batches, `check_and_insert` and `contains` in turn: every answer agrees. The
+/// small layout fills up, so most bits end up known and many items are answered locally.
+#[test]
+fn known_bits_change_no_answer() {
+    let Some(server) = RedisServer::start_or_skip("known_bits_change_no_answer") else {
+        return;
+    };
+    let url = server.url();
+    for (layout, pool) in [
+        (Layout::new(8, 512, 4).unwrap(), 900),
+        (RedisSegmentStore::layout_for(3_000, 0.01).unwrap(), 4_000),
+    ] {
+        let hasher = SipHash13::new(KEY);
+        let prefix = format!("known{}", layout.bits());
+        let cached = RedisSegmentStore::create_filter(
+            &url,
+            StoreOptions {
+                segments_per_key: Some(3),
+                ..StoreOptions::new(prefix.as_str())
+            },
+            layout,
+            hasher.clone(),
+            3_000,
+        )
+        .unwrap();
+        let other =
+            RedisSegmentStore::join::<SipHash13>(&url, StoreOptions::new(prefix.as_str())).unwrap();
+        let plain = RedisSegmentStore::create_filter(
+            &url,
+            StoreOptions {
+                known_bits_limit: 0,
+                segments_per_key: Some(3),
+                ..StoreOptions::new(format!("{prefix}-plain"))
+            },
+            layout,
+            hasher.clone(),
+            3_000,
+        )
+        .unwrap();
+        let memory =
+            SegmentedBloomFilter::with_store(MemoryStore::new(layout).unwrap(), hasher, 3_000);
+        assert!(cached.store().known_bits_stats().bytes > 0);
+        assert_eq!(plain.store().known_bits_stats().bytes, 0);
+
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..120 {
+            let size = [1, 2, 7, 64, 300, 1_000][round % 6];
+            let batch: Vec<String> = (0..size)
+                .map(|_| format!("https://h{}.example/", rng.below(pool)))
+                .collect();
+            let client = if round % 3 == 0 { &other } else { &cached };
+            let expected = memory.check_and_insert_batch(&batch);
+            assert_eq!(
+                client.try_check_and_insert_batch(&batch).unwrap(),
+                expected,
+                "round {round}"
+            );
+            assert_eq!(plain.try_check_and_insert_batch(&batch).unwrap(), expected);
+            let probe: Vec<String> = (0..size)
+                .map(|_| format!("https://h{}.example/", rng.below(pool + pool / 4)))
+                .collect();
+            let expected = memory.contains_batch(&probe);
+            assert_eq!(client.try_contains_batch(&probe).unwrap(), expected);
+            assert_eq!(plain.try_contains_batch(&probe).unwrap(), expected);
+        }
+        let stats = cached.store().known_bits_stats();
+        assert!(
+            stats.skipped > stats.sent,
+            "the cache should answer most bits here: {stats:?}"
+        );
+        assert_eq!(plain.store().known_bits_stats().skipped, 0);
+        // And Redis holds the same bits either way.
+        let (mut a, mut b, mut m) = (Vec::new(), Vec::new(), Vec::new());
+        for segment in 0..layout.segments() {
+            url_dedup_segmented::SegmentStore::read_segment(cached.store(), segment, &mut a)
+                .unwrap();
+            url_dedup_segmented::SegmentStore::read_segment(plain.store(), segment, &mut b)
+                .unwrap();
+            memory.store().read_segment(segment, &mut m).unwrap();
+        }
+        assert_eq!(a, m);
+        assert_eq!(b, m);
+    }
+}
+
+fn bitfield_calls(url: &str) -> u64 {
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut conn)
+        .unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_bitfield:") || l.starts_with("cmdstat_bitfield_ro:"))
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// Once a client has inserted or seen URLs, asking about them again sends Redis nothing:
+/// neither `check_and_insert` nor `contains`, in this client or in one that only read them.
+#[test]
+fn known_urls_cost_redis_nothing() {
+    let Some(server) = RedisServer::start_or_skip("known_urls_cost_redis_nothing") else {
+        return;
+    };
+    let url = server.url();
+    let layout = RedisSegmentStore::layout_for(10_000, 0.01).unwrap();
+    let writer = RedisSegmentStore::create_filter(
+        &url,
+        StoreOptions::new("cost"),
+        layout,
+        SipHash13::new(KEY),
+        10_000,
+    )
+    .unwrap();
+    let all = urls(5_000);
+    assert!(
+        writer
+            .try_check_and_insert_batch(&all)
+            .unwrap()
+            .iter()
+            .filter(|&&n| n)
+            .count()
+            > 4_950
+    );
+    let k = u64::from(layout.hashes());
+    let stats = writer.store().known_bits_stats();
+    assert_eq!(stats.sent + stats.skipped, 5_000 * k);
+
+    let calls = bitfield_calls(&url);
+    assert!(
+        writer
+            .try_check_and_insert_batch(&all)
+            .unwrap()
+            .iter()
+            .all(|&n| !n)
+    );
+    assert!(writer.try_contains_batch(&all).unwrap().iter().all(|&p| p));
+    assert_eq!(writer.store().known_bits_stats().sent, stats.sent);
+    assert_eq!(
+        writer.store().known_bits_stats().skipped,
+        stats.skipped + 2 * 5_000 * k
+    );
+    assert_eq!(
+        bitfield_calls(&url),
+        calls,
+        "Redis was asked about known bits"
+    );
+
+    // A second client learns from what `contains` answered, then answers alone.
+    let reader = RedisSegmentStore::join::<SipHash13>(&url, StoreOptions::new("cost")).unwrap();
+    assert!(reader.try_contains_batch(&all).unwrap().iter().all(|&p| p));
+    let sent = reader.store().known_bits_stats().sent;
+    assert_eq!(sent, 5_000 * k);
+    let calls = bitfield_calls(&url);
+    assert!(
+        reader
+            .try_check_and_insert_batch(&all)
+            .unwrap()
+            .iter()
+            .all(|&n| !n)
+    );
+    assert_eq!(reader.store().known_bits_stats().sent, sent);
+    assert_eq!(bitfield_calls(&url), calls);
+
+    // Limits: a filter larger than the limit, or the optimistic mode, keeps no cache.
+    let small = RedisSegmentStore::join::<SipHash13>(
+        &url,
+        StoreOptions {
+            known_bits_limit: layout.bits() / 8 - 1,
+            ..StoreOptions::new("cost")
+        },
+    )
+    .unwrap();
+    assert_eq!(small.store().known_bits_stats().bytes, 0);
+    let optimistic = RedisSegmentStore::join::<SipHash13>(
+        &url,
+        StoreOptions {
+            mode: WriteMode::Optimistic,
+            ..StoreOptions::new("cost")
+        },
+    )
+    .unwrap();
+    assert_eq!(optimistic.store().known_bits_stats().bytes, 0);
+}
+
+/// A Redis without persistence restarts empty. Batches of known URLs alone are answered
+/// without Redis (they were seen, so "duplicate" is what the client knew); the first batch that
+/// reaches Redis reconnects, which empties the cache, and from then on the client answers from
+/// what the new server holds: the lost URLs are new again.
+#[test]
+fn restart_empties_the_known_bits() {
+    let Some(mut server) = RedisServer::start_or_skip("restart_empties_the_known_bits") else {
+        return;
+    };
+    let layout = RedisSegmentStore::layout_for(10_000, 0.01).unwrap();
+    let hasher = SipHash13::new(KEY);
+    let filter = RedisSegmentStore::create_filter(
+        &server.url(),
+        StoreOptions {
+            // Report what Redis answered even for the batch retried over the restart.
+            uncertain: Uncertain::TrustRedis,
+            ..StoreOptions::new("lost")
+        },
+        layout,
+        hasher.clone(),
+        10_000,
+    )
+    .unwrap();
+    let old = urls(2_000);
+    filter.try_check_and_insert_batch(&old).unwrap();
+    assert_eq!(filter.store().known_bits_stats().invalidations, 0);
+
+    server.restart().unwrap();
+    assert!(
+        filter
+            .try_check_and_insert_batch(&old)
+            .unwrap()
+            .iter()
+            .all(|&n| !n),
+        "known URLs are answered from the cache"
+    );
+    let mut mixed = old.clone();
+    mixed.push("https://fresh.example/".to_owned());
+    let empty = SegmentedBloomFilter::with_store(MemoryStore::new(layout).unwrap(), hasher, 10_000);
+    let expected = empty.check_and_insert_batch(&mixed);
+    assert!(expected.iter().filter(|&&n| n).count() > 1_990);
+    assert_eq!(
+        filter.try_check_and_insert_batch(&mixed).unwrap(),
+        expected,
+        "after the reconnect, lost URLs must be new again"
+    );
+    assert_eq!(filter.store().known_bits_stats().invalidations, 1);
+    // Relearned from the new server.
+    let sent = filter.store().known_bits_stats().sent;
+    assert!(
+        filter
+            .try_check_and_insert_batch(&mixed)
+            .unwrap()
+            .iter()
+            .all(|&n| !n)
+    );
+    assert_eq!(filter.store().known_bits_stats().sent, sent);
+
+    // `contains` reaches Redis the same way when it has something to ask.
+    server.restart().unwrap();
+    let mut probe = old.clone();
+    probe.push("https://other.example/".to_owned());
+    assert!(
+        filter
+            .try_contains_batch(&probe)
+            .unwrap()
+            .iter()
+            .all(|&p| !p),
+        "nothing survived the second restart"
+    );
+    assert_eq!(filter.store().known_bits_stats().invalidations, 2);
+}
+
+/// The same store shared by four threads over three connections (one cache, learned and read
+/// concurrently) admits each URL once.
+#[test]
+fn threads_share_a_store_and_admit_each_url_once() {
+    let Some(server) = RedisServer::start_or_skip("threads_share_a_store") else {
+        return;
+    };
+    let layout = RedisSegmentStore::layout_for(10_000, 0.01).unwrap();
+    let filter = RedisSegmentStore::create_filter(
+        &server.url(),
+        StoreOptions {
+            connections: 3,
+            ..StoreOptions::new("shared")
+        },
+        layout,
+        SipHash13::new(KEY),
+        10_000,
+    )
+    .unwrap();
+    let admitted = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (filter, admitted) = (&filter, &admitted);
+            s.spawn(move || {
+                for batch in shuffled(urls(10_000), t + 1).chunks(100) {
+                    let new = filter.try_check_and_insert_batch(batch).unwrap();
+                    admitted.lock().unwrap().extend(
+                        batch
+                            .iter()
+                            .zip(new)
+                            .filter(|(_, n)| *n)
+                            .map(|(u, _)| u.clone()),
+                    );
+                }
+            });
+        }
+    });
+    let admitted = admitted.into_inner().unwrap();
+    let unique: HashSet<&String> = admitted.iter().collect();
+    assert_eq!(unique.len(), admitted.len(), "a URL was admitted twice");
+    assert!(10_000 - unique.len() < 100);
+    assert!(filter.store().known_bits_stats().skipped > 0);
 }
