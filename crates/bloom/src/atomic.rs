@@ -121,15 +121,11 @@ impl<H: ItemHasher> AtomicBloomFilter<H> {
     /// ```
     #[inline]
     pub fn check_and_insert_digest(&self, digest: Digest) -> bool {
-        let mut new = false;
-        for (w, mask) in self.shape.positions(digest) {
+        self.shape.fold_positions(digest, false, |new, w, mask| {
             let word = &self.words[w];
             // Test first: a set bit costs a shared read, not an exclusive cache-line write.
-            if word.load(Relaxed) & mask == 0 {
-                new |= word.fetch_or(mask, Relaxed) & mask == 0;
-            }
-        }
-        new
+            new | (word.load(Relaxed) & mask == 0 && word.fetch_or(mask, Relaxed) & mask == 0)
+        })
     }
 
     /// Whether the item may have been inserted.
@@ -159,11 +155,9 @@ impl<H: ItemHasher> AtomicBloomFilter<H> {
     #[inline]
     pub fn contains_digest(&self, digest: Digest) -> bool {
         // Branch-free like `BloomFilter::contains_digest`: all K loads in flight at once.
-        let mut missing = 0u64;
-        for (w, mask) in self.shape.positions(digest) {
-            missing |= mask & !self.words[w].load(Relaxed);
-        }
-        missing == 0
+        self.shape.fold_positions(digest, 0u64, |missing, w, mask| {
+            missing | (mask & !self.words[w].load(Relaxed))
+        }) == 0
     }
 
     /// Hashes an item with this filter's hasher.

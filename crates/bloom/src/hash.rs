@@ -68,6 +68,29 @@ impl Digest {
             bits,
         }
     }
+
+    /// The first `K` positions of [`indexes`](Self::indexes) as an array, for callers that know
+    /// `k` at compile time: the same positions, computed by an unrolled loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_bloom::hash::Digest;
+    ///
+    /// let d = Digest { h1: 0x0123_4567_89ab_cdef, h2: 0xfedc_ba98_7654_3210 };
+    /// let listed: Vec<u64> = d.indexes(7, 1 << 30).collect();
+    /// assert_eq!(d.index_array::<7>(1 << 30).to_vec(), listed);
+    /// ```
+    #[inline(always)]
+    pub fn index_array<const K: usize>(self, bits: u64) -> [u64; K] {
+        let (mut x, mut y) = (self.h1, self.h2);
+        let mut out = [0; K];
+        for (step, slot) in (1..).zip(out.iter_mut()) {
+            *slot = reduce(x, bits);
+            (x, y) = advance(x, y, step);
+        }
+        out
+    }
 }
 
 /// Iterator over the bit positions of a [`Digest`]; see [`Digest::indexes`].
@@ -100,9 +123,8 @@ impl Iterator for Indexes {
             return None;
         }
         let index = reduce(self.x, self.bits);
-        self.x = self.x.wrapping_add(self.y);
         self.step += 1;
-        self.y = self.y.wrapping_add(u64::from(self.step));
+        (self.x, self.y) = advance(self.x, self.y, self.step);
         Some(index)
     }
 
@@ -114,6 +136,13 @@ impl Iterator for Indexes {
 }
 
 impl ExactSizeIterator for Indexes {}
+
+/// One step of enhanced double hashing: `x += y`, then `y += step` (the new step number).
+#[inline(always)]
+fn advance(x: u64, y: u64, step: u32) -> (u64, u64) {
+    let x = x.wrapping_add(y);
+    (x, y.wrapping_add(u64::from(step)))
+}
 
 /// Maps `x` onto `0..n` by multiply-shift: `(x * n) >> 64`.
 ///
