@@ -404,6 +404,62 @@ impl Iterator for Offsets {
     }
 }
 
+/// Folds `f` over the offsets of an item with seed `seed` in a 512-bit segment of a layout with
+/// `hashes` bits per item: the same offsets, in the same order, as [`Layout::offsets`] gives for
+/// 512-bit segments.
+///
+/// The usual values of `hashes` go to copies where both the count and the 9-bit offset width
+/// are compile-time constants, so the loop unrolls and the test for a fresh seed word
+/// disappears. A single-item call is bound by how many items' cache misses the core keeps in
+/// flight, which its reorder window limits: fewer instructions per item let the next item's
+/// load start sooner.
+#[inline(always)]
+pub(crate) fn fold_line_offsets<A>(
+    hashes: u32,
+    seed: u64,
+    init: A,
+    mut f: impl FnMut(A, u64) -> A,
+) -> A {
+    macro_rules! fixed {
+        ($($k:literal)*) => {
+            match hashes {
+                $($k => return line_offsets::<$k>(seed).into_iter().fold(init, &mut f),)*
+                _ => {}
+            }
+        };
+    }
+    fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    Offsets {
+        word: seed,
+        x: seed,
+        avail: 64,
+        width: LINE_WIDTH,
+        left: hashes,
+    }
+    .fold(init, f)
+}
+
+/// Offset width in a 512-bit segment.
+const LINE_WIDTH: u32 = 9;
+
+/// [`Offsets`] for a 512-bit segment and `K` offsets, unrolled: seven 9-bit offsets per seed
+/// word, then a fresh word by [`remix`], exactly as the iterator does.
+#[inline(always)]
+fn line_offsets<const K: usize>(seed: u64) -> [u64; K] {
+    const PER_WORD: usize = (64 / LINE_WIDTH) as usize;
+    let mut out = [0; K];
+    let (mut word, mut x) = (seed, seed);
+    for (i, slot) in out.iter_mut().enumerate() {
+        if i > 0 && i % PER_WORD == 0 {
+            word = remix(word);
+            x = word;
+        }
+        *slot = x >> (64 - LINE_WIDTH);
+        x <<= LINE_WIDTH;
+    }
+    out
+}
+
 /// SplitMix64's step and finalizer: 64 fresh, well-mixed bits from the previous word (only needed when
 /// an item has more offsets than one 64-bit seed holds, e.g. more than 7 in a 512-bit segment).
 #[inline]
@@ -419,6 +475,28 @@ impl ExactSizeIterator for Offsets {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unrolled_line_offsets_are_the_iterated_ones() {
+        for hashes in 1..=24 {
+            let l = Layout::new(4, 512, hashes).unwrap();
+            for seed in [
+                0u64,
+                1,
+                u64::MAX,
+                0xdead_beef_cafe_f00d,
+                0x0123_4567_89ab_cdef,
+            ] {
+                let probe = Probe { segment: 1, seed };
+                let listed: Vec<u64> = l.offsets(probe).collect();
+                let folded = fold_line_offsets(hashes, seed, Vec::new(), |mut v, o| {
+                    v.push(o);
+                    v
+                });
+                assert_eq!(folded, listed, "k = {hashes}, seed = {seed:#x}");
+            }
+        }
+    }
 
     #[test]
     fn offsets_cover_every_bit_of_a_segment_uniformly() {

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::layout::fold_line_offsets;
 use crate::stripes::Stripes;
 use crate::{Error, Layout, Probe, SegmentStore, bit_order};
 
@@ -135,7 +136,7 @@ impl MemoryStore {
     pub fn contains(&self, probe: Probe) -> bool {
         let segment = self.segment(probe.segment);
         if let Ok(line) = <&[AtomicU64; 8]>::try_from(segment) {
-            missing_in_line(line, self.layout.offsets(probe)) == 0
+            self.missing_in_line(line, probe.seed) == 0
         } else {
             self.layout.offsets(probe).all(|offset| {
                 let (w, mask) = bit_order::locate(offset);
@@ -162,7 +163,7 @@ impl MemoryStore {
     pub fn check_and_insert(&self, probe: Probe) -> bool {
         let segment = self.segment(probe.segment);
         if let Ok(line) = <&[AtomicU64; 8]>::try_from(segment) {
-            if missing_in_line(line, self.layout.offsets(probe)) == 0 {
+            if self.missing_in_line(line, probe.seed) == 0 {
                 return false;
             }
             let _guard = self.stripes.lock(probe.segment);
@@ -170,14 +171,14 @@ impl MemoryStore {
             // may have inserted the item since the pre-test), then set with plain stores. The
             // stores are unconditional: rewriting a set bit changes nothing, and a branch per
             // bit on random data would mispredict half the time.
-            let mut missing = 0;
-            for offset in self.layout.offsets(probe) {
-                let word = &line[(offset >> 6) as usize & 7];
-                let mask = bit_order::mask(offset);
-                let old = word.load(Relaxed);
-                missing |= mask & !old;
-                word.store(old | mask, Relaxed);
-            }
+            let missing =
+                fold_line_offsets(self.layout.hashes(), probe.seed, 0, |missing, offset| {
+                    let word = &line[(offset >> 6) as usize & 7];
+                    let mask = bit_order::mask(offset);
+                    let old = word.load(Relaxed);
+                    word.store(old | mask, Relaxed);
+                    missing | (mask & !old)
+                });
             if missing == 0 {
                 return false;
             }
@@ -211,7 +212,7 @@ impl MemoryStore {
     #[inline]
     pub fn check_and_insert_mut(&mut self, probe: Probe) -> bool {
         let start = self.base + (probe.segment as usize).wrapping_mul(self.segment_words);
-        let offsets = self.layout.offsets(probe);
+        let (hashes, offsets) = (self.layout.hashes(), self.layout.offsets(probe));
         let Some(segment) = self
             .storage
             .get_mut(start..start.wrapping_add(self.segment_words))
@@ -221,12 +222,13 @@ impl MemoryStore {
         let mut missing = 0;
         if let Ok(line) = <&mut [AtomicU64; 8]>::try_from(&mut *segment) {
             // Unconditional stores, as in `check_and_insert`: no branch on loaded data.
-            for offset in offsets {
+            missing = fold_line_offsets(hashes, probe.seed, 0, |missing, offset| {
                 let word = line[(offset >> 6) as usize & 7].get_mut();
                 let mask = bit_order::mask(offset);
-                missing |= mask & !*word;
-                *word |= mask;
-            }
+                let old = *word;
+                *word = old | mask;
+                missing | (mask & !old)
+            });
         } else {
             for offset in offsets {
                 let (w, mask) = bit_order::locate(offset);
@@ -275,6 +277,16 @@ impl MemoryStore {
 
     /// Asks for a segment's first cache line, so that a later access does not wait for
     /// memory.
+    /// The item's bits that are zero in a one-line segment (zero: all set). Branch-free:
+    /// every offset is a load from the same cache line, fetched once.
+    #[inline]
+    fn missing_in_line(&self, line: &[AtomicU64; 8], seed: u64) -> u64 {
+        fold_line_offsets(self.layout.hashes(), seed, 0, |missing, offset| {
+            let mask = bit_order::mask(offset);
+            missing | (mask & !line[(offset >> 6) as usize & 7].load(Relaxed))
+        })
+    }
+
     #[inline]
     pub(crate) fn prefetch(&self, segment: u64) {
         if let Some(word) = self.segment(segment).first() {
@@ -567,18 +579,6 @@ impl SegmentStore for MemoryStore {
     fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<(), Error> {
         MemoryStore::merge_segment(self, segment, words).map(|_| ())
     }
-}
-
-/// The bits of `offsets` that are zero in a one-line segment (zero: all set). Branch-free:
-/// every offset is a load from the same, already fetched, cache line.
-#[inline]
-fn missing_in_line(line: &[AtomicU64; 8], offsets: crate::Offsets) -> u64 {
-    let mut missing = 0;
-    for offset in offsets {
-        let mask = bit_order::mask(offset);
-        missing |= mask & !line[(offset >> 6) as usize & 7].load(Relaxed);
-    }
-    missing
 }
 
 /// Probes handed in through the trait may come from anywhere: reject out-of-range segments
