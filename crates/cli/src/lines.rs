@@ -1,6 +1,6 @@
 //! Reading lines of unknown quality with bounded memory.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, BufReader, Read};
 
 /// One line of input as the deduplicator sees it.
 #[derive(Debug, PartialEq, Eq)]
@@ -18,16 +18,17 @@ pub(crate) enum Line<'a> {
 /// Splits a reader into lines, never holding more than `max_len` bytes of one line, and
 /// accepting `\n` and `\r\n` endings.
 pub(crate) struct LineReader<R> {
-    inner: R,
+    inner: BufReader<R>,
     max_len: usize,
     buf: Vec<u8>,
     consumed: u64,
 }
 
-impl<R: BufRead> LineReader<R> {
-    pub(crate) fn new(inner: R, max_len: usize) -> Self {
+impl<R: Read> LineReader<R> {
+    /// Reads `inner` through a buffer of `capacity` bytes.
+    pub(crate) fn new(inner: R, capacity: usize, max_len: usize) -> Self {
         Self {
-            inner,
+            inner: BufReader::with_capacity(capacity, inner),
             max_len,
             buf: Vec::new(),
             consumed: 0,
@@ -37,6 +38,13 @@ impl<R: BufRead> LineReader<R> {
     /// Bytes read so far, line endings included.
     pub(crate) fn consumed(&self) -> u64 {
         self.consumed
+    }
+
+    /// Whether the next line is already whole in the buffer, so that
+    /// [`next_line`](Self::next_line) returns it without reading from the source. When not,
+    /// `next_line` may wait for a slow producer (a pipe from `tail -f`).
+    pub(crate) fn next_line_is_buffered(&self) -> bool {
+        self.inner.buffer().contains(&b'\n')
     }
 
     /// The next line, or `None` at the end of input.
@@ -91,7 +99,7 @@ mod tests {
     use super::*;
 
     fn all(input: &[u8], max: usize) -> Vec<String> {
-        let mut r = LineReader::new(io::BufReader::with_capacity(4, input), max);
+        let mut r = LineReader::new(input, 4, max);
         let mut out = Vec::new();
         while let Some(line) = r.next_line().unwrap() {
             out.push(format!("{line:?}"));
@@ -115,5 +123,18 @@ mod tests {
         assert_eq!(all(b"\xff\xfe\n", 100), ["NotUtf8"]);
         assert_eq!(all(b"0123456789\nok\n", 5), ["TooLong(10)", "Text(\"ok\")"]);
         assert_eq!(all(b"12345\r\n", 5), ["Text(\"12345\")"]);
+    }
+
+    #[test]
+    fn tells_whether_the_next_line_is_buffered() {
+        let mut r = LineReader::new(&b"ab\ncd\nef"[..], 64, 100);
+        assert!(!r.next_line_is_buffered(), "nothing read yet");
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text("ab")));
+        assert!(r.next_line_is_buffered());
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text("cd")));
+        // "ef" has no line ending yet: a producer may still be writing it.
+        assert!(!r.next_line_is_buffered());
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text("ef")));
+        assert_eq!(r.next_line().unwrap(), None);
     }
 }
