@@ -505,24 +505,20 @@ impl UrlDedup {
             .collect();
         // One call for the whole batch: the segmented filter prefetches, Redis answers in one
         // round trip. If the store fails, every valid URL of the batch gets the error.
-        let mut answers = match self.exact.check_and_insert_batch(&valid) {
-            Ok(answers) => answers.into_iter().map(Ok).collect::<Vec<_>>(),
-            Err(e) => {
-                let message = e.to_string();
-                valid
-                    .iter()
-                    .map(|_| Err(Error::Store(message.clone())))
-                    .collect()
-            }
-        }
-        .into_iter();
+        let answers = self
+            .exact
+            .check_and_insert_batch(&valid)
+            .map_err(|e| e.to_string());
+        let mut new = answers.as_deref().unwrap_or_default().iter().copied();
         canonical
             .into_iter()
             .map(|c| {
                 let c = c?;
-                let new = answers
-                    .next()
-                    .unwrap_or(Err(Error::Store("missing answer".into())))?;
+                let new = match (&answers, new.next()) {
+                    (Ok(_), Some(new)) => new,
+                    (Ok(_), None) => return Err(Error::Store("missing answer".into())),
+                    (Err(message), _) => return Err(Error::Store(message.clone())),
+                };
                 let outcome = self.after_exact(new, &c);
                 Ok((outcome, c))
             })
