@@ -1,6 +1,6 @@
 //! Reading lines of unknown quality with bounded memory.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, BufReader, Read};
 
 /// One line of input as the deduplicator sees it.
 #[derive(Debug, PartialEq, Eq)]
@@ -18,16 +18,17 @@ pub(crate) enum Line<'a> {
 /// Splits a reader into lines, never holding more than `max_len` bytes of one line, and
 /// accepting `\n` and `\r\n` endings.
 pub(crate) struct LineReader<R> {
-    inner: R,
+    inner: BufReader<R>,
     max_len: usize,
     buf: Vec<u8>,
     consumed: u64,
 }
 
-impl<R: BufRead> LineReader<R> {
-    pub(crate) fn new(inner: R, max_len: usize) -> Self {
+impl<R: Read> LineReader<R> {
+    /// Reads `inner` through a buffer of `capacity` bytes.
+    pub(crate) fn new(inner: R, capacity: usize, max_len: usize) -> Self {
         Self {
-            inner,
+            inner: BufReader::with_capacity(capacity, inner),
             max_len,
             buf: Vec::new(),
             consumed: 0,
@@ -39,38 +40,35 @@ impl<R: BufRead> LineReader<R> {
         self.consumed
     }
 
+    /// Whether the next line is already whole in the buffer, so that
+    /// [`next_line`](Self::next_line) returns it without reading from the source. When not,
+    /// `next_line` may wait for a slow producer (a pipe from `tail -f`).
+    pub(crate) fn next_line_is_buffered(&self) -> bool {
+        self.inner.buffer().contains(&b'\n')
+    }
+
     /// The next line, or `None` at the end of input.
     pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         self.buf.clear();
-        let mut total = 0usize;
-        let mut any = false;
-        loop {
-            let chunk = match self.inner.fill_buf() {
-                Ok(c) => c,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if chunk.is_empty() {
-                break;
-            }
-            any = true;
-            let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
-                Some(i) => (&chunk[..i], true),
-                None => (chunk, false),
-            };
-            let room = (self.max_len + 1).saturating_sub(self.buf.len());
-            self.buf.extend_from_slice(&part[..part.len().min(room)]);
-            total += part.len();
-            let used = part.len() + usize::from(done);
-            self.inner.consume(used);
-            self.consumed += used as u64;
-            if done {
-                break;
-            }
-        }
-        if !any {
+        // A line that is not too long fits in `max_len + 2` bytes with its `\r\n`; `read_until`
+        // finds the ending with a vectorized search.
+        let limit = self.max_len as u64 + 2;
+        let read = (&mut self.inner)
+            .take(limit)
+            .read_until(b'\n', &mut self.buf)?;
+        if read == 0 {
             return Ok(None);
         }
+        self.consumed += read as u64;
+        let mut total = if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            self.buf.len()
+        } else if (read as u64) < limit {
+            // The last line, without an ending.
+            self.buf.len()
+        } else {
+            read + self.skip_line()?
+        };
         if self.buf.last() == Some(&b'\r') && total <= self.max_len + 1 {
             self.buf.pop();
             total -= 1;
@@ -84,6 +82,33 @@ impl<R: BufRead> LineReader<R> {
             Err(_) => Line::NotUtf8,
         }))
     }
+
+    /// Skips the rest of a line that is too long, without storing it, and consumes its ending;
+    /// returns the number of bytes skipped, the ending excluded.
+    fn skip_line(&mut self) -> io::Result<usize> {
+        let mut skipped = 0;
+        loop {
+            let chunk = match self.inner.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                return Ok(skipped);
+            }
+            let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i, true),
+                None => (chunk.len(), false),
+            };
+            skipped += part;
+            let used = part + usize::from(done);
+            self.inner.consume(used);
+            self.consumed += used as u64;
+            if done {
+                return Ok(skipped);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -91,7 +116,7 @@ mod tests {
     use super::*;
 
     fn all(input: &[u8], max: usize) -> Vec<String> {
-        let mut r = LineReader::new(io::BufReader::with_capacity(4, input), max);
+        let mut r = LineReader::new(input, 4, max);
         let mut out = Vec::new();
         while let Some(line) = r.next_line().unwrap() {
             out.push(format!("{line:?}"));
@@ -115,5 +140,96 @@ mod tests {
         assert_eq!(all(b"\xff\xfe\n", 100), ["NotUtf8"]);
         assert_eq!(all(b"0123456789\nok\n", 5), ["TooLong(10)", "Text(\"ok\")"]);
         assert_eq!(all(b"12345\r\n", 5), ["Text(\"12345\")"]);
+    }
+
+    #[test]
+    fn lengths_around_the_limit() {
+        assert_eq!(
+            all(b"12345\n123456\n1234\r\n123456\r\n12345\r", 5),
+            [
+                "Text(\"12345\")",
+                "TooLong(6)",
+                "Text(\"1234\")",
+                "TooLong(7)",
+                "Text(\"12345\")"
+            ]
+        );
+        // Skipped bytes are counted, with and without a final line ending.
+        assert_eq!(
+            all(b"1234567890\n12345678", 5),
+            ["TooLong(10)", "TooLong(8)"]
+        );
+        assert_eq!(all(b"1234567\r\nok", 5), ["TooLong(8)", "Text(\"ok\")"]);
+        let mut r = LineReader::new(&b"1234567890\nab\n"[..], 4, 5);
+        assert_eq!(r.next_line().unwrap(), Some(Line::TooLong(10)));
+        assert_eq!(r.consumed(), 11);
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text("ab")));
+        assert_eq!(r.consumed(), 14);
+    }
+
+    /// The rules spelled out on whole lines, to check the buffered reader against.
+    fn model(input: &[u8], max: usize) -> Vec<String> {
+        let mut pieces: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+        if input.is_empty() || input.ends_with(b"\n") {
+            pieces.pop();
+        }
+        pieces
+            .into_iter()
+            .map(|mut line| {
+                if line.ends_with(b"\r") && line.len() <= max + 1 {
+                    line = &line[..line.len() - 1];
+                }
+                let line = if line.len() > max {
+                    Line::TooLong(line.len())
+                } else {
+                    match std::str::from_utf8(line) {
+                        Ok(s) if s.trim().is_empty() => Line::Empty,
+                        Ok(s) => Line::Text(s.trim()),
+                        Err(_) => Line::NotUtf8,
+                    }
+                };
+                format!("{line:?}")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn matches_the_rules_on_every_short_input() {
+        const ALPHABET: [u8; 5] = [b'a', b'\r', b'\n', b' ', 0xff];
+        for len in 0..=6 {
+            for code in 0..ALPHABET.len().pow(len) {
+                let input: Vec<u8> = (0..len)
+                    .scan(code, |c, _| {
+                        let b = ALPHABET[*c % ALPHABET.len()];
+                        *c /= ALPHABET.len();
+                        Some(b)
+                    })
+                    .collect();
+                for max in 0..5 {
+                    for capacity in [1, 3, 64] {
+                        let mut r = LineReader::new(&input[..], capacity, max);
+                        let mut got = Vec::new();
+                        while let Some(line) = r.next_line().unwrap() {
+                            got.push(format!("{line:?}"));
+                        }
+                        assert_eq!(got, model(&input, max), "{input:?} max {max}");
+                        assert_eq!(r.consumed(), len as u64);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tells_whether_the_next_line_is_buffered() {
+        let mut r = LineReader::new(&b"ab\ncd\nef"[..], 64, 100);
+        assert!(!r.next_line_is_buffered(), "nothing read yet");
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text("ab")));
+        assert!(r.next_line_is_buffered());
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text("cd")));
+        // "ef" has no line ending yet: a producer may still be writing it.
+        assert!(!r.next_line_is_buffered());
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text("ef")));
+        assert_eq!(r.next_line().unwrap(), None);
     }
 }

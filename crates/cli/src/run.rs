@@ -1,7 +1,9 @@
-//! The deduplication loop: read, decide, print, explain.
+//! The deduplication loop: read a batch of lines, decide it with one call, print, explain.
 
+use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal, Read, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -18,6 +20,16 @@ use crate::stats::Stats;
 /// How many invalid lines are shown on stderr without `--explain`.
 const SHOWN_INVALID: u64 = 5;
 
+/// Input lines decided with one call to the deduplicator. With `--redis` every call is a
+/// network round trip, so batches of 1,024 turn a thousand round trips into one; in memory the
+/// segmented filter overlaps the cache misses of a batch. Past a thousand the round trip is
+/// already a small share of the cost, while a batch's lines (up to `--max-len` bytes each) are
+/// held in memory until it is decided.
+const BATCH_LINES: usize = 1_024;
+
+/// Bytes read from an input at a time.
+const READ_BUFFER: usize = 1 << 16;
+
 /// Runs the command; `Err` carries the message for exit status 1.
 pub(crate) fn run(args: Args) -> Result<(), String> {
     let sources = sources(&args.files);
@@ -26,95 +38,75 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     let dedup = state::load_or_build(builder, args.state.as_deref())?;
 
     let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut explain = open_explain(args.explain.as_deref())?;
+    let mut emit = Emitter {
+        out: io::BufWriter::with_capacity(1 << 16, stdout.lock()),
+        explain: open_explain(args.explain.as_deref())?,
+        canonical: args.canonical,
+        stats: Stats::default(),
+    };
     let progress = progress_bar(&args, input_bytes);
 
     let started = Instant::now();
-    let mut stats = Stats::default();
+    let mut batch = Batch::default();
     let mut done_bytes = 0u64;
     let mut pipe_closed = false;
     'sources: for source in &sources {
-        let reader: Box<dyn BufRead> = match source {
-            None => Box::new(io::stdin().lock()),
-            Some(path) => Box::new(BufReader::with_capacity(
-                1 << 16,
-                File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-            )),
-        };
+        let (reader, streaming) = open(source.as_deref())?;
         let name = source
             .as_deref()
             .map_or("<stdin>".into(), |p| p.display().to_string());
-        let mut lines = LineReader::new(reader, args.max_len);
+        let mut lines = LineReader::new(reader, READ_BUFFER, args.max_len);
         let mut number = 0u64;
         loop {
-            let line = lines
-                .next_line()
-                .map_err(|e| format!("cannot read {name}: {e}"))?;
+            // A slow producer (`tail -f log | url-dedup`): decide and show what has arrived
+            // rather than wait for a full batch.
+            let waiting = streaming && !batch.is_empty() && !lines.next_line_is_buffered();
+            if batch.len() >= BATCH_LINES || waiting {
+                let mut flow = emit.decide(&dedup, &name, &batch)?;
+                batch.clear();
+                if waiting && flow == Flow::Go {
+                    flow = emit.flush()?;
+                }
+                if let Some(bar) = &progress {
+                    bar.set_position(done_bytes + lines.consumed());
+                }
+                if flow == Flow::PipeClosed {
+                    pipe_closed = true;
+                    break 'sources;
+                }
+            }
+            let line = match lines.next_line() {
+                Ok(line) => line,
+                Err(e) => {
+                    // The lines read before the failure are decided and shown all the same.
+                    emit.decide(&dedup, &name, &batch)?;
+                    return Err(format!("cannot read {name}: {e}"));
+                }
+            };
             let Some(line) = line else { break };
             number += 1;
-            stats.lines += 1;
-            let reason = match line {
-                Line::Empty => {
-                    stats.empty += 1;
-                    continue;
-                }
-                Line::TooLong(len) => format!("line is {len} bytes, over --max-len"),
-                Line::NotUtf8 => "not valid UTF-8".to_owned(),
-                Line::Text(text) => match dedup.check_and_insert_canonical(text) {
-                    Ok((Outcome::New, canonical)) => {
-                        stats.new += 1;
-                        let shown = if args.canonical { &*canonical } else { text };
-                        if let Err(e) = writeln!(out, "{shown}") {
-                            if e.kind() == io::ErrorKind::BrokenPipe {
-                                pipe_closed = true;
-                                break 'sources;
-                            }
-                            return Err(format!("cannot write output: {e}"));
-                        }
-                        continue;
-                    }
-                    Ok((Outcome::Duplicate, _)) => {
-                        stats.duplicate += 1;
-                        if let Some(ex) = explain.as_mut() {
-                            writeln!(ex, "duplicate\t{text}").map_err(write_err)?;
-                        }
-                        continue;
-                    }
-                    Ok((Outcome::Similar(why), _)) => {
-                        stats.similar += 1;
-                        if let Some(ex) = explain.as_mut() {
-                            writeln!(ex, "similar\t{text}\t{why}").map_err(write_err)?;
-                        }
-                        continue;
-                    }
-                    Ok((other, _)) => {
-                        // Outcomes added in later versions count as kept, never as lost.
-                        stats.new += 1;
-                        writeln!(out, "{text}").map_err(write_err)?;
-                        let _ = other;
-                        continue;
-                    }
-                    Err(e) => e.to_string(),
-                },
-            };
-            stats.invalid += 1;
-            if let Some(ex) = explain.as_mut() {
-                writeln!(ex, "invalid\t{name}:{number}\t{reason}").map_err(write_err)?;
-            } else if stats.invalid <= SHOWN_INVALID {
-                eprintln!("url-dedup: {name}:{number}: skipped: {reason}");
-            }
-            if stats.lines % 65_536 == 0
-                && let Some(bar) = &progress
-            {
-                bar.set_position(done_bytes + lines.consumed());
-            }
+            batch.push(number, &line);
+        }
+        let flow = emit.decide(&dedup, &name, &batch)?;
+        batch.clear();
+        if flow == Flow::PipeClosed {
+            pipe_closed = true;
+            break 'sources;
         }
         done_bytes += lines.consumed();
+        if let Some(bar) = &progress {
+            bar.set_position(done_bytes);
+        }
     }
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
+    let Emitter {
+        mut out,
+        mut explain,
+        stats,
+        ..
+    } = emit;
     state::flush_quietly(&mut out).map_err(write_err)?;
     if let Some(ex) = explain.as_mut() {
         ex.flush().map_err(write_err)?;
@@ -148,6 +140,200 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Opens one input (`None` is standard input). The flag tells whether it may be a slow
+/// stream (a pipe, a terminal, a socket) rather than a regular file, which never makes a
+/// reader wait.
+fn open(source: Option<&Path>) -> Result<(Box<dyn Read>, bool), String> {
+    let streaming = |m: io::Result<std::fs::Metadata>| !m.is_ok_and(|m| m.is_file());
+    Ok(match source {
+        None => (
+            Box::new(io::stdin().lock()),
+            streaming(std::fs::metadata("/dev/stdin")),
+        ),
+        Some(path) => {
+            let file =
+                File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let streaming = streaming(file.metadata());
+            (Box::new(file), streaming)
+        }
+    })
+}
+
+/// Lines read and not yet decided, in input order.
+#[derive(Debug, Default)]
+struct Batch {
+    /// The text of every [`Kind::Text`] line, back to back.
+    text: String,
+    lines: Vec<Pending>,
+}
+
+/// One line of a [`Batch`] and its line number in its input.
+#[derive(Debug)]
+struct Pending {
+    number: u64,
+    kind: Kind,
+}
+
+/// [`Line`] with its text moved into the batch.
+#[derive(Debug)]
+enum Kind {
+    Text(Range<usize>),
+    Empty,
+    TooLong(usize),
+    NotUtf8,
+}
+
+impl Batch {
+    fn push(&mut self, number: u64, line: &Line<'_>) {
+        let kind = match *line {
+            Line::Text(text) => {
+                let start = self.text.len();
+                self.text.push_str(text);
+                Kind::Text(start..self.text.len())
+            }
+            Line::Empty => Kind::Empty,
+            Line::TooLong(len) => Kind::TooLong(len),
+            Line::NotUtf8 => Kind::NotUtf8,
+        };
+        self.lines.push(Pending { number, kind });
+    }
+
+    fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The text lines, in order: what the deduplicator decides.
+    fn texts(&self) -> impl Iterator<Item = &str> {
+        self.lines.iter().filter_map(|p| match &p.kind {
+            Kind::Text(range) => Some(&self.text[range.clone()]),
+            _ => None,
+        })
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+    }
+}
+
+/// Whether to go on after writing a batch's results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Go,
+    /// Standard output was closed by its reader (`url-dedup urls.txt | head`).
+    PipeClosed,
+}
+
+/// Where decisions go: kept lines to `out`, the reasons for the others to `explain` (or the
+/// first few invalid lines to stderr), counts to `stats`.
+struct Emitter<O, X> {
+    out: O,
+    explain: Option<X>,
+    /// `--canonical`: print the canonical form of a kept URL rather than the line.
+    canonical: bool,
+    stats: Stats,
+}
+
+impl<O: Write, X: Write> Emitter<O, X> {
+    /// Decides the batch's lines from input `name` with one call and writes the results.
+    fn decide(&mut self, dedup: &UrlDedup, name: &str, batch: &Batch) -> Result<Flow, String> {
+        if batch.is_empty() {
+            return Ok(Flow::Go);
+        }
+        let decided = dedup.check_and_insert_batch_canonical(batch.texts());
+        self.emit(name, batch, decided)
+    }
+
+    /// Writes the results of a batch in input order, one entry of `decided` per text line, as
+    /// if each line had been decided and written in turn.
+    fn emit(
+        &mut self,
+        name: &str,
+        batch: &Batch,
+        decided: Vec<Result<(Outcome, Cow<'_, str>), url_dedup::Error>>,
+    ) -> Result<Flow, String> {
+        let mut decided = decided.into_iter();
+        for line in &batch.lines {
+            self.stats.lines += 1;
+            let reason = match &line.kind {
+                Kind::Empty => {
+                    self.stats.empty += 1;
+                    continue;
+                }
+                Kind::TooLong(len) => format!("line is {len} bytes, over --max-len"),
+                Kind::NotUtf8 => "not valid UTF-8".to_owned(),
+                Kind::Text(range) => {
+                    let text = &batch.text[range.clone()];
+                    let result = decided.next().unwrap_or_else(|| {
+                        Err(url_dedup::Error::Store("no answer for this line".into()))
+                    });
+                    match result {
+                        Ok((Outcome::New, canonical)) => {
+                            self.stats.new += 1;
+                            let shown = if self.canonical { &*canonical } else { text };
+                            if let Err(e) = writeln!(self.out, "{shown}") {
+                                if e.kind() == io::ErrorKind::BrokenPipe {
+                                    return Ok(Flow::PipeClosed);
+                                }
+                                return Err(format!("cannot write output: {e}"));
+                            }
+                            continue;
+                        }
+                        Ok((Outcome::Duplicate, _)) => {
+                            self.stats.duplicate += 1;
+                            if let Some(ex) = self.explain.as_mut() {
+                                writeln!(ex, "duplicate\t{text}").map_err(write_err)?;
+                            }
+                            continue;
+                        }
+                        Ok((Outcome::Similar(why), _)) => {
+                            self.stats.similar += 1;
+                            if let Some(ex) = self.explain.as_mut() {
+                                writeln!(ex, "similar\t{text}\t{why}").map_err(write_err)?;
+                            }
+                            continue;
+                        }
+                        Ok((other, _)) => {
+                            // Outcomes added in later versions count as kept, never as lost.
+                            self.stats.new += 1;
+                            writeln!(self.out, "{text}").map_err(write_err)?;
+                            let _ = other;
+                            continue;
+                        }
+                        Err(e) => e.to_string(),
+                    }
+                }
+            };
+            self.stats.invalid += 1;
+            let number = line.number;
+            if let Some(ex) = self.explain.as_mut() {
+                writeln!(ex, "invalid\t{name}:{number}\t{reason}").map_err(write_err)?;
+            } else if self.stats.invalid <= SHOWN_INVALID {
+                eprintln!("url-dedup: {name}:{number}: skipped: {reason}");
+            }
+        }
+        Ok(Flow::Go)
+    }
+
+    /// Pushes out what was written so far, so a reader of a slow stream sees it now.
+    fn flush(&mut self) -> Result<Flow, String> {
+        if let Err(e) = self.out.flush() {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                return Ok(Flow::PipeClosed);
+            }
+            return Err(format!("cannot write output: {e}"));
+        }
+        if let Some(ex) = self.explain.as_mut() {
+            ex.flush().map_err(write_err)?;
+        }
+        Ok(Flow::Go)
+    }
 }
 
 fn write_err(e: io::Error) -> String {
@@ -232,10 +418,10 @@ fn policy(args: &Args) -> Policy {
 fn open_explain(path: Option<&Path>) -> Result<Option<Box<dyn Write>>, String> {
     Ok(match path {
         None => None,
-        Some(p) if p.as_os_str() == "-" => Some(Box::new(BufWriter::new(io::stderr()))),
-        Some(p) => Some(Box::new(BufWriter::new(File::create(p).map_err(|e| {
-            format!("cannot create explain file {}: {e}", p.display())
-        })?))),
+        Some(p) if p.as_os_str() == "-" => Some(Box::new(io::BufWriter::new(io::stderr()))),
+        Some(p) => Some(Box::new(io::BufWriter::new(File::create(p).map_err(
+            |e| format!("cannot create explain file {}: {e}", p.display()),
+        )?))),
     })
 }
 
@@ -251,4 +437,123 @@ fn progress_bar(args: &Args, input_bytes: Option<u64>) -> Option<ProgressBar> {
     );
     bar.enable_steady_tick(Duration::from_millis(200));
     Some(bar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn emitter() -> Emitter<Vec<u8>, Vec<u8>> {
+        Emitter {
+            out: Vec::new(),
+            explain: Some(Vec::new()),
+            canonical: false,
+            stats: Stats::default(),
+        }
+    }
+
+    fn batch(lines: &[Line<'_>]) -> Batch {
+        let mut batch = Batch::default();
+        for (i, line) in lines.iter().enumerate() {
+            batch.push(i as u64 + 1, line);
+        }
+        batch
+    }
+
+    #[test]
+    fn a_batch_is_written_in_input_order() {
+        let dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
+        let batch = batch(&[
+            Line::Text("https://a.example/"),
+            Line::Empty,
+            Line::Text("https://A.example"),
+            Line::NotUtf8,
+            Line::Text("/relative"),
+            Line::TooLong(9_000),
+            Line::Text("https://b.example/"),
+        ]);
+        assert_eq!(batch.texts().count(), 4);
+        let mut emit = emitter();
+        assert_eq!(emit.decide(&dedup, "in.txt", &batch), Ok(Flow::Go));
+        assert_eq!(
+            String::from_utf8(emit.out).unwrap(),
+            "https://a.example/\nhttps://b.example/\n"
+        );
+        let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
+        let explain: Vec<&str> = explain.lines().collect();
+        assert_eq!(explain[0], "duplicate\thttps://A.example");
+        assert_eq!(explain[1], "invalid\tin.txt:4\tnot valid UTF-8");
+        assert!(explain[2].starts_with("invalid\tin.txt:5\tinvalid URL"));
+        assert_eq!(
+            explain[3],
+            "invalid\tin.txt:6\tline is 9000 bytes, over --max-len"
+        );
+        let s = &emit.stats;
+        assert_eq!(
+            (s.lines, s.new, s.duplicate, s.invalid, s.empty),
+            (7, 2, 1, 3, 1)
+        );
+    }
+
+    #[test]
+    fn a_failed_store_skips_its_batch_with_the_reason_and_keeps_going() {
+        let batch = batch(&[
+            Line::Text("https://a.example/"),
+            Line::Text("nonsense"),
+            Line::Text("https://b.example/"),
+        ]);
+        let store_failed = || Err(url_dedup::Error::Store("server went away".into()));
+        let invalid = UrlDedup::builder()
+            .build()
+            .unwrap()
+            .check_and_insert_canonical("nonsense")
+            .map(|(o, _)| (o, Cow::Borrowed("")));
+        let mut emit = emitter();
+        let flow = emit.emit(
+            "<stdin>",
+            &batch,
+            vec![store_failed(), invalid, store_failed()],
+        );
+        assert_eq!(flow, Ok(Flow::Go));
+        assert!(emit.out.is_empty());
+        let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
+        let explain: Vec<&str> = explain.lines().collect();
+        assert_eq!(
+            explain[0],
+            "invalid\t<stdin>:1\tfilter store failed: server went away"
+        );
+        assert!(explain[1].starts_with("invalid\t<stdin>:2\tinvalid URL"));
+        assert_eq!(
+            explain[2],
+            "invalid\t<stdin>:3\tfilter store failed: server went away"
+        );
+        assert_eq!(emit.stats.invalid, 3);
+    }
+
+    #[test]
+    fn a_closed_output_stops_the_batch() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+        }
+        let dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
+        let mut emit = Emitter {
+            out: Closed,
+            explain: None::<Vec<u8>>,
+            canonical: false,
+            stats: Stats::default(),
+        };
+        let batch = batch(&[
+            Line::Text("https://a.example/"),
+            Line::Text("https://b.example/"),
+        ]);
+        assert_eq!(emit.decide(&dedup, "-", &batch), Ok(Flow::PipeClosed));
+        assert_eq!(emit.stats.lines, 1);
+        assert_eq!(emit.flush(), Ok(Flow::PipeClosed));
+    }
 }

@@ -1,7 +1,11 @@
 //! The real `url-dedup` binary on messy input.
 
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use assert_cmd::Command;
 
@@ -236,4 +240,298 @@ fn runs_sharing_redis_print_each_url_once() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+}
+
+/// One input line of [`mixed_input`] and what the command should make of it.
+enum Expect {
+    /// A URL naming page `page`, whose canonical form is `canonical`.
+    Url {
+        page: usize,
+        canonical: String,
+    },
+    Empty,
+    /// Reported as invalid, with this start of the reason.
+    Invalid(&'static str),
+}
+
+/// `n` lines crossing several batches of 1,024: each page is spelled three ways and comes back
+/// right away (within a batch), about one batch later (across a boundary) and at random
+/// places; invalid, non-UTF-8 and empty lines are scattered in the middle of batches.
+fn mixed_input(n: usize) -> (Vec<u8>, Vec<(Vec<u8>, Expect)>) {
+    let mut lines = Vec::with_capacity(n);
+    for i in 0..n {
+        let line = if i % 613 == 7 {
+            (
+                format!("relative/path/{i}").into_bytes(),
+                Expect::Invalid("invalid URL"),
+            )
+        } else if i % 877 == 100 {
+            (
+                b"\xff\xfe not UTF-8".to_vec(),
+                Expect::Invalid("not valid UTF-8"),
+            )
+        } else if i % 1_000 == 555 {
+            (b"   ".to_vec(), Expect::Empty)
+        } else {
+            let page = match i % 4 {
+                0 => i,
+                1 => i - 1,
+                2 => i.saturating_sub(1_026) / 4 * 4,
+                _ => (i * 7_919) % n / 4 * 4,
+            };
+            let host = page % 7;
+            let text = match i % 3 {
+                0 => format!("https://site{host}.example/p/{page}"),
+                1 => format!("HTTPS://SITE{host}.EXAMPLE:443/p/{page}#frag"),
+                _ => format!("https://site{host}.example/p/{page}?utm_source=x"),
+            };
+            let canonical = format!("https://site{host}.example/p/{page}");
+            (text.into_bytes(), Expect::Url { page, canonical })
+        };
+        lines.push(line);
+    }
+    let mut input = Vec::new();
+    for (line, _) in &lines {
+        input.extend_from_slice(line);
+        input.push(b'\n');
+    }
+    (input, lines)
+}
+
+/// What one line at a time gives: stdout (the line, or its canonical form, at the first
+/// occurrence of each page) and `--explain` records for input `name`.
+fn expected_output(lines: &[(Vec<u8>, Expect)], canonical: bool) -> (Vec<String>, Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    let (mut out, mut explain) = (Vec::new(), Vec::new());
+    for (number, (text, expect)) in (1..).zip(lines) {
+        let text = String::from_utf8_lossy(text);
+        match expect {
+            Expect::Url { page, canonical: c } if seen.insert(*page) => {
+                out.push(if canonical {
+                    c.clone()
+                } else {
+                    text.into_owned()
+                });
+            }
+            Expect::Url { .. } => explain.push(format!("duplicate\t{text}")),
+            Expect::Empty => {}
+            Expect::Invalid(reason) => {
+                explain.push(format!("invalid\t{{name}}:{number}\t{reason}"))
+            }
+        }
+    }
+    (out, explain)
+}
+
+/// `explain` equals `expected` (in which `{name}` stands for the input's name) up to the end of
+/// each invalid line's reason.
+fn assert_explain(explain: &str, expected: &[String], name: &str) {
+    let explain: Vec<&str> = explain.lines().collect();
+    assert_eq!(explain.len(), expected.len());
+    for (got, want) in explain.iter().zip(expected) {
+        let want = want.replace("{name}", name);
+        assert!(got.starts_with(&want), "got {got:?}, want {want:?}");
+    }
+}
+
+#[test]
+fn batches_decide_exactly_as_one_line_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, lines) = mixed_input(5_000);
+    let path = dir.path().join("urls.txt");
+    fs::write(&path, &input).unwrap();
+    let why = dir.path().join("why.tsv");
+    let name = path.display().to_string();
+    for canonical in [false, true] {
+        let (want_out, want_explain) = expected_output(&lines, canonical);
+        assert!(
+            want_out.len() > 1_000 && want_explain.len() > 3_000,
+            "{} {}",
+            want_out.len(),
+            want_explain.len()
+        );
+        // A regular file is read in full batches; a pipe splits them where its writes fall.
+        for from_stdin in [false, true] {
+            let mut cmd = url_dedup();
+            cmd.arg(format!("--explain={}", why.display()));
+            if canonical {
+                cmd.arg("--canonical");
+            }
+            if from_stdin {
+                cmd.write_stdin(input.clone());
+            } else {
+                cmd.arg(&path);
+            }
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            assert_eq!(
+                stdout_lines(&out),
+                want_out,
+                "canonical {canonical}, stdin {from_stdin}"
+            );
+            let name = if from_stdin { "<stdin>" } else { &name };
+            assert_explain(&fs::read_to_string(&why).unwrap(), &want_explain, name);
+        }
+    }
+}
+
+#[test]
+fn invalid_lines_inside_a_batch_are_reported_with_their_line_numbers() {
+    let (input, lines) = mixed_input(3_000);
+    let out = url_dedup()
+        .arg("--stats")
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    // Without --explain the first five invalid lines are shown, then a count.
+    let shown: Vec<&str> = err.lines().filter(|l| l.contains(": skipped: ")).collect();
+    let want: Vec<String> = (1..)
+        .zip(&lines)
+        .filter_map(|(n, (_, e))| match e {
+            Expect::Invalid(reason) => Some(format!("url-dedup: <stdin>:{n}: skipped: {reason}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown.len(), 5, "{err}");
+    for (got, want) in shown.iter().zip(&want) {
+        assert!(got.starts_with(want.as_str()), "got {got:?}, want {want:?}");
+    }
+    assert!(
+        err.contains(&format!("url-dedup: {} invalid lines in all", want.len())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("lines       {:>12}", lines.len())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("invalid     {:>12}", want.len())),
+        "{err}"
+    );
+}
+
+/// Kills the child if a test fails before it exits.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_slow_producer_gets_answers_before_it_closes_the_input() {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_url-dedup"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Reaped(child);
+    let mut stdin = child.0.stdin.take().unwrap();
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || {
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("no answer within 10 s while the input stayed open")
+    };
+
+    stdin
+        .write_all(b"https://a.example/\nhttps://A.example/#x\nhttps://b.example/\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(next(), "https://a.example/");
+    assert_eq!(next(), "https://b.example/");
+    // Later lines too, and the state carries over from the batches before.
+    stdin
+        .write_all(b"https://b.example/\nhttps://c.example/\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(next(), "https://c.example/");
+
+    drop(stdin);
+    assert!(child.0.wait().unwrap().success());
+    reader.join().unwrap();
+    assert!(rx.try_recv().is_err(), "nothing more to print");
+}
+
+#[test]
+fn thousands_of_lines_through_redis_and_nothing_new_the_second_time() {
+    let Some(server) = url_dedup_redis::testing::RedisServer::start_or_skip("cli --redis batches")
+    else {
+        return;
+    };
+    let (input, lines) = mixed_input(4_000);
+    let (want_out, want_explain) = expected_output(&lines, false);
+    let dir = tempfile::tempdir().unwrap();
+    let why = dir.path().join("why.tsv");
+    let run = || {
+        let out = url_dedup()
+            .arg("--redis")
+            .arg(server.url())
+            .arg("-n")
+            .arg("100000")
+            .arg(format!("--explain={}", why.display()))
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        stdout_lines(&out)
+    };
+    assert_eq!(run(), want_out);
+    assert_explain(&fs::read_to_string(&why).unwrap(), &want_explain, "<stdin>");
+    // Another run, as another machine would: every URL is now known to Redis.
+    assert_eq!(run(), Vec::<String>::new());
+    let explain = fs::read_to_string(&why).unwrap();
+    let duplicates = explain
+        .lines()
+        .filter(|l| l.starts_with("duplicate\t"))
+        .count();
+    let urls = lines
+        .iter()
+        .filter(|(_, e)| matches!(e, Expect::Url { .. }))
+        .count();
+    assert_eq!(duplicates, urls);
+}
+
+#[test]
+fn a_closed_output_stops_the_run_and_saves_no_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, _) = mixed_input(100_000);
+    let path = dir.path().join("urls.txt");
+    fs::write(&path, &input).unwrap();
+    let state = dir.path().join("seen.udd");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_url-dedup"))
+        .arg("--state")
+        .arg(&state)
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reaped(child);
+    // Like `| head -1`: read one line, then close the pipe while output is still coming.
+    let mut first = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "https://site0.example/p/0\n");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(child.0.wait().unwrap().success(), "{err}");
+    assert!(
+        err.contains("output closed early; state not saved"),
+        "{err}"
+    );
+    assert!(!state.exists());
 }

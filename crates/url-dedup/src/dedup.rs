@@ -453,33 +453,74 @@ impl UrlDedup {
         I::Item: AsRef<str>,
     {
         let urls: Vec<I::Item> = urls.into_iter().collect();
-        let canonical: Vec<Result<Cow<'_, str>, Error>> =
-            urls.iter().map(|u| self.canonicalize(u.as_ref())).collect();
+        self.check_and_insert_batch_canonical(urls.iter().map(AsRef::as_ref))
+            .into_iter()
+            .map(|r| r.map(|(outcome, _)| outcome))
+            .collect()
+    }
+
+    /// [`check_and_insert_batch`](Self::check_and_insert_batch) that also returns the canonical
+    /// form of each URL, as [`check_and_insert_canonical`](Self::check_and_insert_canonical)
+    /// does for one (borrowed from the input when it was already canonical).
+    ///
+    /// One result per input, in order, exactly as calling `check_and_insert_canonical` on each
+    /// in turn: a URL repeated within the batch is new the first time and a duplicate after.
+    /// The exact filter is asked once for the whole batch (one round trip to Redis).
+    ///
+    /// # Errors
+    ///
+    /// Per URL: [`Error::InvalidUrl`] as in [`check_and_insert`](Self::check_and_insert); if
+    /// the filter's store fails, every valid URL of the batch gets [`Error::Store`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::{Outcome, UrlDedup};
+    ///
+    /// let dedup = UrlDedup::builder().build()?;
+    /// let results = dedup.check_and_insert_batch_canonical([
+    ///     "HTTPS://Example.COM:443/a/./b",
+    ///     "https://example.com/a/b#top",
+    ///     "not a URL",
+    /// ]);
+    /// let (outcome, canonical) = results[0].as_ref().unwrap();
+    /// assert_eq!((outcome, &**canonical), (&Outcome::New, "https://example.com/a/b"));
+    /// let (outcome, canonical) = results[1].as_ref().unwrap();
+    /// assert_eq!((outcome, &**canonical), (&Outcome::Duplicate, "https://example.com/a/b"));
+    /// assert!(results[2].is_err());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn check_and_insert_batch_canonical<'a, I>(
+        &self,
+        urls: I,
+    ) -> Vec<Result<(Outcome, Cow<'a, str>), Error>>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
+        let canonical: Vec<Result<Cow<'a, str>, Error>> =
+            urls.into_iter().map(|u| self.canonicalize(u)).collect();
         let valid: Vec<&[u8]> = canonical
             .iter()
             .filter_map(|c| c.as_ref().ok().map(|c| c.as_bytes()))
             .collect();
         // One call for the whole batch: the segmented filter prefetches, Redis answers in one
         // round trip. If the store fails, every valid URL of the batch gets the error.
-        let mut answers = match self.exact.check_and_insert_batch(&valid) {
-            Ok(answers) => answers.into_iter().map(Ok).collect::<Vec<_>>(),
-            Err(e) => {
-                let message = e.to_string();
-                valid
-                    .iter()
-                    .map(|_| Err(Error::Store(message.clone())))
-                    .collect()
-            }
-        }
-        .into_iter();
+        let answers = self
+            .exact
+            .check_and_insert_batch(&valid)
+            .map_err(|e| e.to_string());
+        let mut new = answers.as_deref().unwrap_or_default().iter().copied();
         canonical
             .into_iter()
             .map(|c| {
                 let c = c?;
-                let new = answers
-                    .next()
-                    .unwrap_or(Err(Error::Store("missing answer".into())))?;
-                Ok(self.after_exact(new, &c))
+                let new = match (&answers, new.next()) {
+                    (Ok(_), Some(new)) => new,
+                    (Ok(_), None) => return Err(Error::Store("missing answer".into())),
+                    (Err(message), _) => return Err(Error::Store(message.clone())),
+                };
+                let outcome = self.after_exact(new, &c);
+                Ok((outcome, c))
             })
             .collect()
     }

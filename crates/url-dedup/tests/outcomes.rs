@@ -185,4 +185,28 @@ proptest! {
         let seq: Vec<_> = urls.iter().map(|u| b.check_and_insert(u).unwrap()).collect();
         prop_assert_eq!(batch, seq);
     }
+
+    #[test]
+    fn canonical_batch_equals_sequential(
+        urls in prop::collection::vec("(https|HTTPS|ftp)://[a-c]\\.(example|EXAMPLE)/[a-d]{0,3}(\\?[a-c]=[0-9])?(#x)?", 0..50),
+        similar in any::<bool>(),
+    ) {
+        let key = HashKey::from_bytes([2; 16]);
+        let build = || {
+            let b = UrlDedup::builder().expected_urls(1_000).hash_key(key);
+            if similar { b.similarity(Preset::Crawler) } else { b }.build().unwrap()
+        };
+        let (a, b) = (build(), build());
+        let show = |r: Result<(Outcome, std::borrow::Cow<'_, str>), Error>| match r {
+            Ok((outcome, canonical)) => Ok((outcome, canonical.into_owned())),
+            Err(e) => Err(e.to_string()),
+        };
+        let batch: Vec<_> = a
+            .check_and_insert_batch_canonical(urls.iter().map(String::as_str))
+            .into_iter()
+            .map(show)
+            .collect();
+        let seq: Vec<_> = urls.iter().map(|u| show(b.check_and_insert_canonical(u))).collect();
+        prop_assert_eq!(batch, seq);
+    }
 }

@@ -145,3 +145,51 @@ fn processes_creating_the_shared_filter_at_once_end_up_on_one_filter() {
         );
     }
 }
+
+#[test]
+fn a_canonical_batch_in_redis_decides_repeats_within_it_in_order() {
+    let Some(server) = RedisServer::start_or_skip("facade redis canonical batch") else {
+        return;
+    };
+    let d = UrlDedup::builder()
+        .expected_urls(10_000)
+        .hash_key(url_dedup::bloom::HashKey::from_bytes([3; 16]))
+        .redis(&server.url(), "canonical-batch")
+        .build()
+        .unwrap();
+    // Spellings of 300 pages, each page several times in the one batch, plus invalid lines.
+    let urls: Vec<String> = (0..2_000)
+        .map(|i| match i % 5 {
+            0 => format!("HTTPS://Site{}.EXAMPLE:443/p/{}", i % 7, i % 300),
+            4 if i % 3 == 0 => format!("not a url {i}"),
+            _ => format!("https://site{}.example/p/{}#x", i % 7, i % 300),
+        })
+        .collect();
+    let results = d.check_and_insert_batch_canonical(urls.iter().map(String::as_str));
+    assert_eq!(results.len(), urls.len());
+    let mut seen = std::collections::HashSet::new();
+    for (url, result) in urls.iter().zip(results) {
+        match result {
+            Ok((outcome, canonical)) => {
+                assert!(
+                    !canonical.contains('#') && !canonical.contains("443"),
+                    "{canonical}"
+                );
+                let first = seen.insert(canonical.into_owned());
+                assert_eq!(outcome.is_new(), first, "{url}");
+            }
+            Err(e) => {
+                assert!(url.starts_with("not a url"), "{url}: {e}");
+                assert!(matches!(e, url_dedup::Error::InvalidUrl(_)), "{e}");
+            }
+        }
+    }
+    // The same batch again: every valid URL is now a duplicate.
+    let again = d.check_and_insert_batch_canonical(urls.iter().map(String::as_str));
+    assert!(
+        again
+            .iter()
+            .flatten()
+            .all(|(o, _)| *o == Outcome::Duplicate)
+    );
+}
