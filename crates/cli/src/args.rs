@@ -25,8 +25,8 @@ Examples:
   url-dedup --redis redis://10.0.0.5:6379/ part-1.txt
                                                   share the seen set with other machines
 
-Exit status: 0 on success (invalid lines are reported, not fatal), 1 on an I/O error or an
-unusable state file, 2 on a usage error."
+Exit status: 0 on success (invalid lines are reported, not fatal), 1 on an I/O error, an
+unusable state file or a filter store (Redis) that stopped answering, 2 on a usage error."
 )]
 pub(crate) struct Args {
     /// Files to read, in order; none or `-` reads standard input.

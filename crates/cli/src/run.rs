@@ -306,7 +306,18 @@ impl<O: Write, X: Write> Emitter<O, X> {
                             let _ = other;
                             continue;
                         }
-                        Err(e) => e.to_string(),
+                        Err(e @ url_dedup::Error::InvalidUrl(_)) => e.to_string(),
+                        Err(e) => {
+                            // The filter could not answer (a shared Redis went away for longer
+                            // than the retry budget): skipping the line would drop a URL that
+                            // may be new, so stop here. What was printed is complete up to
+                            // the line before this one.
+                            let number = line.number;
+                            let _ = self.out.flush();
+                            return Err(format!(
+                                "{name}:{number}: {e}; stopped here, the lines before were decided and written"
+                            ));
+                        }
                     }
                 }
             };
@@ -496,38 +507,44 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_store_skips_its_batch_with_the_reason_and_keeps_going() {
+    fn a_failed_store_stops_at_its_first_line_after_writing_the_lines_before() {
         let batch = batch(&[
             Line::Text("https://a.example/"),
             Line::Text("nonsense"),
             Line::Text("https://b.example/"),
+            Line::Text("https://c.example/"),
         ]);
+        let dedup = UrlDedup::builder().build().unwrap();
+        let decide = |url: &'static str| {
+            dedup
+                .check_and_insert_canonical(url)
+                .map(|(o, _)| (o, Cow::Borrowed(url)))
+        };
         let store_failed = || Err(url_dedup::Error::Store("server went away".into()));
-        let invalid = UrlDedup::builder()
-            .build()
-            .unwrap()
-            .check_and_insert_canonical("nonsense")
-            .map(|(o, _)| (o, Cow::Borrowed("")));
         let mut emit = emitter();
         let flow = emit.emit(
             "<stdin>",
             &batch,
-            vec![store_failed(), invalid, store_failed()],
+            vec![
+                decide("https://a.example/"),
+                decide("nonsense"),
+                store_failed(),
+                store_failed(),
+            ],
         );
-        assert_eq!(flow, Ok(Flow::Go));
-        assert!(emit.out.is_empty());
+        let message = flow.unwrap_err();
+        assert!(
+            message.starts_with("<stdin>:3: filter store failed: server went away"),
+            "{message}"
+        );
+        assert_eq!(String::from_utf8(emit.out).unwrap(), "https://a.example/\n");
         let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
-        let explain: Vec<&str> = explain.lines().collect();
-        assert_eq!(
-            explain[0],
-            "invalid\t<stdin>:1\tfilter store failed: server went away"
+        assert!(
+            explain.starts_with("invalid\t<stdin>:2\tinvalid URL"),
+            "{explain}"
         );
-        assert!(explain[1].starts_with("invalid\t<stdin>:2\tinvalid URL"));
-        assert_eq!(
-            explain[2],
-            "invalid\t<stdin>:3\tfilter store failed: server went away"
-        );
-        assert_eq!(emit.stats.invalid, 3);
+        assert_eq!(explain.lines().count(), 1);
+        assert_eq!((emit.stats.new, emit.stats.invalid), (1, 1));
     }
 
     #[test]
