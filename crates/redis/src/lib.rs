@@ -43,9 +43,10 @@
 //! ```
 //!
 //! Measured on one local Redis with one client (`cargo bench -p url-dedup-benches --bench
-//! redis`, figures in `docs/benchmarks.md`): about 2.5 times the URLs per second of one
-//! `BITFIELD` per URL and 3 times seven `SETBIT`s per URL, and about 0.75 times the rate of
-//! `SADD` of an 8-byte hash, which needs 48 times the memory.
+//! redis`, figures in `docs/benchmarks.md`): 2.2 to 3 times the URLs per second of one
+//! `BITFIELD` per URL, about 4 times seven `SETBIT`s per URL, and level with `SADD` of an
+//! 8-byte hash (median 1.01 to 1.03 times its rate over four runs), which needs 48 times the
+//! memory.
 //!
 //! # The frontier
 //!
