@@ -88,21 +88,27 @@
 //!
 //! # Performance
 //!
-//! Figures, peers and the command are in `docs/benchmarks.md` ("url-dedup-segmented"). At 10
-//! million URLs (12 MiB at 1%, 9.97 bits per URL), per URL, CPU time on a shared 2-core Zen 4:
+//! Figures, peers and the commands are in `docs/benchmarks.md` ("url-dedup-segmented"). At 10
+//! million URLs (12 MiB at 1%, 9.97 bits per URL), per URL, CPU time on a shared 2-core Zen 4,
+//! interleaved with the peers in one run (`cargo bench -p url-dedup-benches --bench
+//! head_to_head`, median of 21 rounds, a quiet machine):
 //!
 //! | | insert | query hit | query miss |
 //! |---|---|---|---|
-//! | batch, keyed SipHash | 62 ns | 46 ns | 46 ns |
-//! | batch, XXH3 | 42 ns | 25 ns | 25 ns |
-//! | one at a time, keyed SipHash | 181 ns | 173 ns | 163 ns |
-//! | fastbloom 0.17 (keyed SipHash), one at a time | 182 ns | 180 ns | 145 ns |
-//! | sbbf-rs 0.2.8 (XXH3, AVX2), one at a time | 50 ns | 49 ns | 56 ns |
+//! | batch, keyed SipHash | 52 ns | 43 ns | 43 ns |
+//! | batch, XXH3 | 33 ns | 21 ns | 21 ns |
+//! | one at a time, keyed SipHash (`check_and_insert_mut`, `contains`) | 120 ns | 115 ns | 118 ns |
+//! | one at a time, XXH3 | 94 ns | 73 ns | 74 ns |
+//! | fastbloom 0.17 (keyed SipHash), one at a time | 123 ns | 115 ns | 110 ns |
+//! | sbbf-rs 0.2.8 (XXH3, AVX2), one at a time | 44 ns | 48 ns | 48 ns |
 //!
-//! Use the batch methods whenever URLs come in groups (a fetched page's links): they are 3–4.6x
-//! faster than fastbloom and, with XXH3, faster than sbbf-rs. One call at a time the keyed hash
-//! dominates: the core cannot begin the next call's memory access while ~300 instructions of
-//! SipHash are in flight.
+//! Use the batch methods whenever URLs come in groups (a fetched page's links): 2.3–4.6x the
+//! speed of fastbloom's single calls (more when memory is slow) and, with XXH3, 1.2–2.5x that of
+//! sbbf-rs. One call at a time the keyed hash dominates: the core cannot begin the next call's
+//! memory access while ~250 instructions of SipHash are in flight, so a single call costs about
+//! what one of fastbloom's does. A thread that owns its filter should insert through
+//! [`check_and_insert_mut`](SegmentedBloomFilter::check_and_insert_mut): no lock, so
+//! consecutive inserts' cache misses overlap.
 //!
 //! # Unsafe code
 //!
