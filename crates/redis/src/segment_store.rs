@@ -935,25 +935,12 @@ impl RedisSegmentStore {
         probes: &[Probe],
     ) {
         let layout = self.meta.layout;
-        let k = layout.hashes() as usize;
-        let per_op = if set { 4 } else { 3 };
-        packed.command(2 + members.len() * k * per_op);
-        packed.bulk(if set { b"BITFIELD" } else { b"BITFIELD_RO" });
-        packed.bulk(self.options.data_key(key).as_bytes());
-        // The fixed parts of each operation, pre-encoded.
-        let (head, tail): (&[u8], &[u8]) = if set {
-            (b"$3\r\nSET\r\n$2\r\nu1\r\n", b"$1\r\n1\r\n")
-        } else {
-            (b"$3\r\nGET\r\n$2\r\nu1\r\n", b"")
-        };
-        for &i in members {
+        let offsets = members.iter().flat_map(|&i| {
             let (_, base) = self.locate(probes[i].segment);
-            for offset in layout.offsets(probes[i]) {
-                packed.buf.extend_from_slice(head);
-                packed.bulk_u64(base + offset);
-                packed.buf.extend_from_slice(tail);
-            }
-        }
+            layout.offsets(probes[i]).map(move |offset| base + offset)
+        });
+        let ops = members.len() * layout.hashes() as usize;
+        pack_bitfield_command(packed, set, &self.options.data_key(key), ops, offsets);
     }
 
     /// The batch's probe indexes sorted by data key; stable, so a repeat sees its first
@@ -1055,22 +1042,13 @@ impl RedisSegmentStore {
         let items_start = if c == 0 { 0 } else { plan.commands[c - 1].1 };
         let from = plan.offsets_start(items_start);
         let to = plan.items[items_end - 1].1;
-        let per_op = if set { 4 } else { 3 };
-        let packed = &mut plan.packed;
-        packed.command(2 + (to - from) * per_op);
-        packed.bulk(if set { b"BITFIELD" } else { b"BITFIELD_RO" });
-        packed.bulk(self.options.data_key(key).as_bytes());
-        // The fixed parts of each operation, pre-encoded.
-        let (head, tail): (&[u8], &[u8]) = if set {
-            (b"$3\r\nSET\r\n$2\r\nu1\r\n", b"$1\r\n1\r\n")
-        } else {
-            (b"$3\r\nGET\r\n$2\r\nu1\r\n", b"")
-        };
-        for &at in &plan.offsets[from..to] {
-            packed.buf.extend_from_slice(head);
-            packed.bulk_u64(at);
-            packed.buf.extend_from_slice(tail);
-        }
+        pack_bitfield_command(
+            &mut plan.packed,
+            set,
+            &self.options.data_key(key),
+            to - from,
+            plan.offsets[from..to].iter().copied(),
+        );
     }
 
     /// `BITFIELD key SET u1 <o> 1 ...` (`set`) or `BITFIELD_RO key GET u1 <o> ...` for the
@@ -1372,6 +1350,32 @@ impl SegmentStore for RedisSegmentStore {
             pipe.cmd("DEL").arg(&scratch).ignore();
             pipe.query::<()>(&mut live.admin)
         })
+    }
+}
+
+/// Appends one `BITFIELD key SET u1 <o> 1 ...` (`set`) or `BITFIELD_RO key GET u1 <o> ...`
+/// command of `ops` operations, one per offset.
+fn pack_bitfield_command(
+    packed: &mut Packed,
+    set: bool,
+    key: &str,
+    ops: usize,
+    offsets: impl Iterator<Item = u64>,
+) {
+    let per_op = if set { 4 } else { 3 };
+    packed.command(2 + ops * per_op);
+    packed.bulk(if set { b"BITFIELD" } else { b"BITFIELD_RO" });
+    packed.bulk(key.as_bytes());
+    // The fixed parts of each operation, pre-encoded.
+    let (head, tail): (&[u8], &[u8]) = if set {
+        (b"$3\r\nSET\r\n$2\r\nu1\r\n", b"$1\r\n1\r\n")
+    } else {
+        (b"$3\r\nGET\r\n$2\r\nu1\r\n", b"")
+    };
+    for offset in offsets {
+        packed.buf.extend_from_slice(head);
+        packed.bulk_u64(offset);
+        packed.buf.extend_from_slice(tail);
     }
 }
 

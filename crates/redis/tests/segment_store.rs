@@ -15,6 +15,16 @@ use url_dedup_segmented::{Layout, MemoryStore, SegmentedBloomFilter};
 
 const KEY: HashKey = HashKey::from_bytes(*b"segment-store-ky");
 
+/// A filter for `items` URLs at 1% under `options`, hashed with the tests' fixed key.
+fn create(
+    url: &str,
+    options: StoreOptions,
+    items: u64,
+) -> SegmentedBloomFilter<SipHash13, RedisSegmentStore> {
+    let layout = RedisSegmentStore::layout_for(items, 0.01).unwrap();
+    RedisSegmentStore::create_filter(url, options, layout, SipHash13::new(KEY), items).unwrap()
+}
+
 fn urls(n: usize) -> Vec<String> {
     (0..n)
         .map(|i| format!("https://site{}.example/path/{i}", i % 97))
@@ -179,15 +189,8 @@ fn parameter_mismatch_is_an_error() {
         return;
     };
     let url = server.url();
-    let layout = RedisSegmentStore::layout_for(50_000, 0.01).unwrap();
-    let filter = RedisSegmentStore::create_filter(
-        &url,
-        StoreOptions::new("p"),
-        layout,
-        SipHash13::new(KEY),
-        50_000,
-    )
-    .unwrap();
+    let filter = create(&url, StoreOptions::new("p"), 50_000);
+    let layout = filter.layout();
     assert!(
         filter
             .try_check_and_insert("https://kept.example/")
@@ -354,15 +357,7 @@ fn empty_restart_recreates_metadata() {
     let Some(mut server) = RedisServer::start_or_skip("empty_restart") else {
         return;
     };
-    let layout = RedisSegmentStore::layout_for(1_000, 0.01).unwrap();
-    let filter = RedisSegmentStore::create_filter(
-        &server.url(),
-        StoreOptions::new("e"),
-        layout,
-        SipHash13::new(KEY),
-        1_000,
-    )
-    .unwrap();
+    let filter = create(&server.url(), StoreOptions::new("e"), 1_000);
     assert!(filter.try_check_and_insert("https://a.example/").unwrap());
     server.restart().unwrap();
     // The client knows a's bits and would answer it without Redis; another URL reaches Redis,
@@ -600,15 +595,8 @@ fn known_urls_cost_redis_nothing() {
         return;
     };
     let url = server.url();
-    let layout = RedisSegmentStore::layout_for(10_000, 0.01).unwrap();
-    let writer = RedisSegmentStore::create_filter(
-        &url,
-        StoreOptions::new("cost"),
-        layout,
-        SipHash13::new(KEY),
-        10_000,
-    )
-    .unwrap();
+    let writer = create(&url, StoreOptions::new("cost"), 10_000);
+    let layout = writer.layout();
     let all = urls(5_000);
     assert!(
         writer
@@ -760,18 +748,14 @@ fn threads_share_a_store_and_admit_each_url_once() {
     let Some(server) = RedisServer::start_or_skip("threads_share_a_store") else {
         return;
     };
-    let layout = RedisSegmentStore::layout_for(10_000, 0.01).unwrap();
-    let filter = RedisSegmentStore::create_filter(
+    let filter = create(
         &server.url(),
         StoreOptions {
             connections: 3,
             ..StoreOptions::new("shared")
         },
-        layout,
-        SipHash13::new(KEY),
         10_000,
-    )
-    .unwrap();
+    );
     let admitted = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for t in 0..4 {
