@@ -31,7 +31,7 @@ use cpu_time::ThreadTime;
 use url_dedup_benches::peers::{
     Bloomfilter, Classic, Fastbloom, Filter, Sbbf, Segmented, SegmentedXxh3, segmented,
 };
-use url_dedup_benches::urls;
+use url_dedup_benches::{env_usize, median, rates, sizes_or, urls};
 use url_dedup_bloom::hash::{ItemHasher, SipHash13, Xxh3};
 use url_dedup_segmented::SegmentedBloomFilter;
 
@@ -133,44 +133,14 @@ fn batch<'k, H: ItemHasher + 'k>(
     }
 }
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let mid = xs.len() / 2;
-    if xs.len().is_multiple_of(2) {
-        (xs[mid - 1] + xs[mid]) / 2.0
-    } else {
-        xs[mid]
-    }
-}
-
 fn main() {
     // `cargo test --benches` and `--list` run bench binaries too: only `cargo bench` measures.
     let args: Vec<String> = std::env::args().collect();
     if !args.iter().any(|a| a == "--bench") || args.iter().any(|a| a == "--list") {
         return;
     }
-    let sizes: Vec<(String, usize)> = match std::env::var("URL_DEDUP_BENCH_SIZES") {
-        Ok(_) => url_dedup_benches::sizes()
-            .into_iter()
-            .map(|(l, n)| (l.to_string(), n))
-            .collect(),
-        Err(_) => vec![("10M".to_string(), 10_000_000)],
-    };
-    let rates: Vec<f64> = std::env::var("URL_DEDUP_BENCH_RATES")
-        .ok()
-        .map(|list| {
-            list.split(',')
-                .filter_map(|r| r.trim().parse().ok())
-                .collect()
-        })
-        .unwrap_or_else(|| vec![0.01]);
+    let sizes = sizes_or(&["10M"]);
+    let rates = rates(&[0.01]);
     let rounds = env_usize("URL_DEDUP_BENCH_ROUNDS", 9).max(1);
     let ops = env_usize("URL_DEDUP_BENCH_OPS", 1_000_000).max(BATCH);
     let absent = urls(1_000_000, 2);

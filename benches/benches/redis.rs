@@ -19,6 +19,7 @@
 use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisResult};
+use url_dedup_benches::env_usize;
 use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
 use url_dedup_bloom::sizing;
 use url_dedup_redis::testing::RedisServer;
@@ -214,13 +215,6 @@ fn redis_cpu(conn: &mut Connection) -> Duration {
         .filter_map(|v| v.trim().parse::<f64>().ok())
         .sum();
     Duration::from_secs_f64(seconds)
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn main() {

@@ -30,8 +30,9 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use url_dedup_benches::peers::{
     Classic, Fastbloom, FastbloomXxh3, Filter, Sbbf, Segmented, SegmentedXxh3, segmented,
 };
-use url_dedup_benches::urls;
+use url_dedup_benches::{rates, urls};
 use url_dedup_bloom::hash::{ItemHasher, SipHash13, Xxh3};
+use url_dedup_segmented::SegmentedBloomFilter;
 
 const BATCH: usize = 1024;
 
@@ -59,17 +60,38 @@ fn report(name: &str, keys: &Keys, bits: u64, false_positives: usize) {
     );
 }
 
-/// Times `op` over `iters` keys taken in order from `keys`, restarting (untimed, with `reset`)
-/// when the keys run out. Measures the CPU time of this thread, not wall time: the benchmark
-/// machine is shared, and time spent preempted by other processes says nothing about a filter.
+/// Times `op` over `iters` keys taken in order from `keys`, `chunk` keys per call, restarting
+/// (untimed, with `reset`) when the keys run out. Measures the CPU time of this thread, not
+/// wall time: the benchmark machine is shared, and time spent preempted by other processes says
+/// nothing about a filter.
 fn cycle<S>(
     state: &mut S,
     next: &mut usize,
     keys: &[String],
     iters: u64,
-    mut reset: impl FnMut(&mut S),
+    reset: impl FnMut(&mut S),
     mut op: impl FnMut(&mut S, &[String]),
     chunk: usize,
+) -> Duration {
+    cycle_with(state, next, keys, iters, reset, |state, slice| {
+        let start = ThreadTime::now();
+        for part in slice.chunks(chunk) {
+            op(state, part);
+        }
+        start.elapsed()
+    })
+}
+
+/// The loop behind [`cycle`] and [`cycle_two`]: hands `time` consecutive slices of `keys`
+/// totalling `iters` keys, restarting with `reset` when the keys run out, and sums the
+/// durations `time` reports.
+fn cycle_with<S>(
+    state: &mut S,
+    next: &mut usize,
+    keys: &[String],
+    iters: u64,
+    mut reset: impl FnMut(&mut S),
+    mut time: impl FnMut(&mut S, &[String]) -> Duration,
 ) -> Duration {
     let n = keys.len();
     let mut total = Duration::ZERO;
@@ -80,11 +102,7 @@ fn cycle<S>(
             *next = 0;
         }
         let take = left.min(n - *next);
-        let start = ThreadTime::now();
-        for part in keys[*next..*next + take].chunks(chunk) {
-            op(state, part);
-        }
-        total += start.elapsed();
+        total += time(state, &keys[*next..*next + take]);
         *next += take;
         left -= take;
     }
@@ -216,91 +234,71 @@ fn cycle_two<S: Sync>(
     next: &mut usize,
     keys: &[String],
     iters: u64,
-    mut reset: impl FnMut(&mut S),
+    reset: impl FnMut(&mut S),
     op: impl Fn(&S, &str) + Sync,
 ) -> Duration {
-    let n = keys.len();
-    let mut total = Duration::ZERO;
-    let mut left = iters as usize;
-    while left > 0 {
-        if *next >= n {
-            reset(state);
-            *next = 0;
-        }
-        let take = left.min(n - *next);
+    cycle_with(state, next, keys, iters, reset, |state, slice| {
         let shared = &*state;
-        total += two_threads(&keys[*next..*next + take], |k| op(shared, k));
-        *next += take;
-        left -= take;
-    }
-    total
+        two_threads(slice, |k| op(shared, k))
+    })
 }
 
-fn threads(c: &mut Criterion, keys: &Keys) {
-    let n = keys.present.len();
-    let p = keys.p;
+/// A filter that two threads share through `&self`.
+trait Shared: Sync {
+    const NAME: &'static str;
+    fn new(n: usize, p: f64) -> Self;
+    fn insert(&self, key: &str);
+    fn contains(&self, key: &str) -> bool;
+}
+
+impl Shared for SegmentedBloomFilter<SipHash13> {
+    const NAME: &'static str = "url-dedup-segmented";
+    fn new(n: usize, p: f64) -> Self {
+        segmented(n, p)
+    }
+    fn insert(&self, key: &str) {
+        self.check_and_insert(key);
+    }
+    fn contains(&self, key: &str) -> bool {
+        SegmentedBloomFilter::contains(self, key)
+    }
+}
+
+impl Shared for fastbloom::AtomicBloomFilter {
+    const NAME: &'static str = "fastbloom 0.17 atomic";
+    fn new(n: usize, p: f64) -> Self {
+        fastbloom::AtomicBloomFilter::with_false_pos(p).expected_items(n)
+    }
+    fn insert(&self, key: &str) {
+        fastbloom::AtomicBloomFilter::insert(self, key);
+    }
+    fn contains(&self, key: &str) -> bool {
+        fastbloom::AtomicBloomFilter::contains(self, key)
+    }
+}
+
+/// `insert 2 threads` (filling an empty filter) and `hit 2 threads` for one shared filter.
+fn threads<F: Shared>(c: &mut Criterion, keys: &Keys) {
+    let (n, p) = (keys.present.len(), keys.p);
     let mut group = c.benchmark_group(group_name(keys));
-
-    let ours = "url-dedup-segmented";
-    let mut filling = segmented::<SipHash13>(n, p);
+    let mut filling = F::new(n, p);
     let mut next = 0usize;
-    group.bench_function(BenchmarkId::new("insert 2 threads", ours), |b| {
+    group.bench_function(BenchmarkId::new("insert 2 threads", F::NAME), |b| {
         b.iter_custom(|iters| {
             cycle_two(
                 &mut filling,
                 &mut next,
                 keys.present,
                 iters,
-                |f| f.clear(),
-                |f, k| {
-                    black_box(f.check_and_insert(k));
-                },
+                |f| *f = F::new(n, p),
+                |f, k| f.insert(black_box(k)),
             )
         })
     });
     let mut full = filling;
-    full.check_and_insert_batch(keys.present);
+    keys.present.iter().for_each(|k| full.insert(k));
     let mut next = 0usize;
-    group.bench_function(BenchmarkId::new("hit 2 threads", ours), |b| {
-        b.iter_custom(|iters| {
-            cycle_two(
-                &mut full,
-                &mut next,
-                keys.present,
-                iters,
-                |_| {},
-                |f, k| {
-                    black_box(f.contains(k));
-                },
-            )
-        })
-    });
-    drop(full);
-
-    let peer = "fastbloom 0.17 atomic";
-    let atomic = || fastbloom::AtomicBloomFilter::with_false_pos(p).expected_items(n);
-    let mut filling = atomic();
-    let mut next = 0usize;
-    group.bench_function(BenchmarkId::new("insert 2 threads", peer), |b| {
-        b.iter_custom(|iters| {
-            cycle_two(
-                &mut filling,
-                &mut next,
-                keys.present,
-                iters,
-                |f| *f = atomic(),
-                |f, k| {
-                    black_box(f.insert(k));
-                },
-            )
-        })
-    });
-    let mut full = filling;
-    keys.present.iter().for_each(|k| {
-        full.insert(k.as_str());
-    });
-    let mut next = 0usize;
-    group.bench_function(BenchmarkId::new("hit 2 threads", peer), |b| {
+    group.bench_function(BenchmarkId::new("hit 2 threads", F::NAME), |b| {
         b.iter_custom(|iters| {
             cycle_two(
                 &mut full,
@@ -317,21 +315,11 @@ fn threads(c: &mut Criterion, keys: &Keys) {
     group.finish();
 }
 
-fn rates() -> Vec<f64> {
-    match std::env::var("URL_DEDUP_BENCH_RATES") {
-        Ok(list) => list
-            .split(',')
-            .filter_map(|r| r.trim().parse().ok())
-            .collect(),
-        Err(_) => vec![0.01, 0.001],
-    }
-}
-
 fn all(c: &mut Criterion) {
     let absent = urls(1_000_000, 2);
     for (label, n) in url_dedup_benches::sizes() {
         let present = urls(n, 1);
-        for p in rates() {
+        for p in rates(&[0.01, 0.001]) {
             let keys = Keys {
                 label,
                 p,
@@ -346,7 +334,8 @@ fn all(c: &mut Criterion) {
             single::<FastbloomXxh3>(c, &keys);
             single::<Sbbf>(c, &keys);
             single::<Classic>(c, &keys);
-            threads(c, &keys);
+            threads::<SegmentedBloomFilter<SipHash13>>(c, &keys);
+            threads::<fastbloom::AtomicBloomFilter>(c, &keys);
         }
     }
 }

@@ -30,6 +30,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use redis::Commands;
+use url_dedup_benches::{env_usize, median};
 use url_dedup_bloom::hash::{HashKey, SipHash13};
 use url_dedup_redis::testing::RedisServer;
 use url_dedup_redis::{RedisSegmentStore, StoreOptions};
@@ -306,18 +307,6 @@ fn shared_filter(hosts: usize, w: &Workload) -> Outcome {
     };
     judge(tasks, w, &mut out);
     out
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn main() {

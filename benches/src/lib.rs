@@ -65,12 +65,79 @@ pub fn urls(count: usize, seed: u64) -> Vec<String> {
 /// assert!(sizes.iter().all(|&(_, n)| n >= 100_000));
 /// ```
 pub fn sizes() -> Vec<(&'static str, usize)> {
+    sizes_or(&["100K", "10M"])
+}
+
+/// Like [`sizes`], but when `URL_DEDUP_BENCH_SIZES` is unset only the labels in `default`.
+///
+/// # Examples
+///
+/// ```
+/// // Unless URL_DEDUP_BENCH_SIZES says otherwise:
+/// if std::env::var("URL_DEDUP_BENCH_SIZES").is_err() {
+///     assert_eq!(url_dedup_benches::sizes_or(&["10M"]), [("10M", 10_000_000)]);
+/// }
+/// ```
+pub fn sizes_or(default: &[&str]) -> Vec<(&'static str, usize)> {
     let all = [("100K", 100_000), ("10M", 10_000_000)];
-    match std::env::var("URL_DEDUP_BENCH_SIZES") {
-        Ok(list) => all
-            .into_iter()
-            .filter(|(label, _)| list.split(',').any(|w| w.trim() == *label))
+    let wanted = std::env::var("URL_DEDUP_BENCH_SIZES")
+        .map(|list| list.split(',').map(|w| w.trim().to_string()).collect())
+        .unwrap_or_else(|_| default.iter().map(|w| w.to_string()).collect::<Vec<_>>());
+    all.into_iter()
+        .filter(|(label, _)| wanted.iter().any(|w| w == label))
+        .collect()
+}
+
+/// Target false-positive rates from `URL_DEDUP_BENCH_RATES` (comma-separated), else `default`.
+///
+/// # Examples
+///
+/// ```
+/// if std::env::var("URL_DEDUP_BENCH_RATES").is_err() {
+///     assert_eq!(url_dedup_benches::rates(&[0.01]), [0.01]);
+/// }
+/// ```
+pub fn rates(default: &[f64]) -> Vec<f64> {
+    match std::env::var("URL_DEDUP_BENCH_RATES") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|r| r.trim().parse().ok())
             .collect(),
-        Err(_) => all.to_vec(),
+        Err(_) => default.to_vec(),
+    }
+}
+
+/// A count from environment variable `name`, else `default`.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(url_dedup_benches::env_usize("URL_DEDUP_BENCH_NO_SUCH_VARIABLE", 7), 7);
+/// ```
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// The median of `xs` (the mean of the middle two for an even count); NaN when empty.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(url_dedup_benches::median(vec![3.0, 1.0, 2.0]), 2.0);
+/// assert_eq!(url_dedup_benches::median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+/// ```
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    if xs.len().is_multiple_of(2) {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    } else {
+        xs[mid]
     }
 }
