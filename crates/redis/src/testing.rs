@@ -34,6 +34,27 @@ use std::time::{Duration, Instant};
 /// How long a server may take to answer its first `PING` (a durable one replays its log first).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// A multi-threaded tokio runtime with two workers (the machines this runs on have two cores)
+/// and every driver enabled: what a test needs to run async clients against a [`RedisServer`].
+///
+/// # Panics
+///
+/// If the operating system refuses the runtime's threads; this is test support.
+///
+/// # Examples
+///
+/// ```
+/// let answer = url_dedup_redis::testing::runtime().block_on(async { 40 + 2 });
+/// assert_eq!(answer, 42);
+/// ```
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
 /// A `redis-server` child process on `127.0.0.1`, killed on drop.
 ///
 /// # Examples

@@ -3,18 +3,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use url_dedup_redis::testing::RedisServer;
+use url_dedup_redis::testing::{RedisServer, runtime};
 use url_dedup_redis::{
     Error, GlobalIds, LeaderLease, Link, Membership, Namespace, SharedConfig, WorkerId,
 };
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
 
 /// Eight candidates on eight connections race for the lease: exactly one wins each term, and
 /// when the winner stops renewing, the next winner's epoch is larger and fences the old one.

@@ -6,18 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use url_dedup_redis::testing::RedisServer;
+use url_dedup_redis::testing::{RedisServer, runtime};
 use url_dedup_redis::{
     Backoff, Claim, Error, Frontier, Link, Membership, Namespace, NewTask, WorkerId,
 };
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
 
 /// A producer pushes 1,000 tasks in chunks of 50 while a consumer claims and acknowledges;
 /// Redis (fsync-always AOF) is SIGKILLed in the middle and restarted 300 ms later. Both calls

@@ -5,18 +5,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use url_dedup_redis::testing::RedisServer;
+use url_dedup_redis::testing::{RedisServer, runtime};
 use url_dedup_redis::{
     Claim, Frontier, FrontierSettings, Link, Membership, Namespace, NewTask, WorkerId,
 };
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
 
 fn tasks(hosts: usize, per_host: usize) -> Vec<NewTask> {
     (0..per_host)

@@ -279,6 +279,46 @@ impl Cluster {
         Keys::new(self.topology.namespace().unwrap_or_else(|_| unreachable!()))
     }
 
+    /// Pushes raw bytes into `to`'s inbox for `from`, exactly as `from`'s transport would: how
+    /// a test delivers forged, malformed or repeated frames.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Redis`] if `to`'s Redis does not take the push.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// # use url_dedup_two_tier::testing::Cluster;
+    /// let Some(cluster) = Cluster::launch(&[1], Default::default()).await? else { return Ok(()) };
+    /// let (center, host) = (cluster.center_ip(0), cluster.host_ip(0, 0));
+    /// cluster.deliver_raw(center, host, b"not a frame").await?;
+    /// # Ok::<(), url_dedup_two_tier::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn deliver_raw(
+        &self,
+        to: IpAddr,
+        from: IpAddr,
+        bytes: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let (key, bytes) = (self.keys().inbox(from), bytes.as_ref());
+        self.redis(to)
+            .run("deliver", |mut conn| {
+                let (key, bytes) = (key.clone(), bytes.to_vec());
+                async move {
+                    redis::cmd("RPUSH")
+                        .arg(key)
+                        .arg(bytes)
+                        .query_async::<u64>(&mut conn)
+                        .await
+                }
+            })
+            .await?;
+        Ok(())
+    }
+
     /// A handle on host `ip` for a crawler's calls (discover, finish, take tasks), separate
     /// from the running role.
     ///

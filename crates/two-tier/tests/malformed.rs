@@ -44,24 +44,6 @@ async fn state(cluster: &Cluster, ip: IpAddr) -> BTreeMap<String, Vec<u8>> {
         .unwrap()
 }
 
-async fn deliver(cluster: &Cluster, to: IpAddr, from: IpAddr, bytes: Vec<u8>) {
-    let key = cluster.keys().inbox(from);
-    cluster
-        .redis(to)
-        .run("deliver", |mut conn| {
-            let (key, bytes) = (key.clone(), bytes.clone());
-            async move {
-                redis::cmd("RPUSH")
-                    .arg(key)
-                    .arg(bytes)
-                    .query_async::<u64>(&mut conn)
-                    .await
-            }
-        })
-        .await
-        .unwrap();
-}
-
 #[test]
 fn malformed_frames_are_rejected_with_no_state_change() {
     let log = Captured::default();
@@ -180,22 +162,26 @@ fn malformed_frames_are_rejected_with_no_state_change() {
         ];
         let sent = to_center.len() as u64;
         for (from, bytes) in to_center {
-            deliver(&cluster, center, from, bytes).await;
+            cluster.deliver_raw(center, from, bytes).await.unwrap();
         }
         // A host accepts only requests from its center.
-        deliver(&cluster, b, center, good.encode()).await;
-        deliver(
-            &cluster,
-            b,
-            center,
-            Frame {
-                flag: Flag::Answer,
-                ..good.clone()
-            }
-            .encode(),
-        )
-        .await;
-        deliver(&cluster, b, center, b"{\"URL_set\":".to_vec()).await;
+        cluster.deliver_raw(b, center, good.encode()).await.unwrap();
+        cluster
+            .deliver_raw(
+                b,
+                center,
+                Frame {
+                    flag: Flag::Answer,
+                    ..good.clone()
+                }
+                .encode(),
+            )
+            .await
+            .unwrap();
+        cluster
+            .deliver_raw(b, center, b"{\"URL_set\":")
+            .await
+            .unwrap();
 
         assert!(cluster.wait_idle(Duration::from_secs(30)).await.unwrap());
         assert_eq!(cluster.node_stats(center).rejected, sent);

@@ -6,38 +6,11 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use url_dedup_redis::testing::runtime;
 use url_dedup_two_tier::testing::{Cluster, quick_settings};
 use url_dedup_two_tier::{Flag, Frame, FrameLimits, UrlSet};
 
 const IDLE: Duration = Duration::from_secs(30);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Pushes raw bytes into `to`'s inbox for `from`, as `from` would.
-async fn deliver(cluster: &Cluster, to: IpAddr, from: IpAddr, bytes: &[u8]) {
-    let key = cluster.keys().inbox(from);
-    let bytes = bytes.to_vec();
-    cluster
-        .redis(to)
-        .run("deliver", |mut conn| {
-            let (key, bytes) = (key.clone(), bytes.clone());
-            async move {
-                redis::cmd("RPUSH")
-                    .arg(key)
-                    .arg(bytes)
-                    .query_async::<u64>(&mut conn)
-                    .await
-            }
-        })
-        .await
-        .unwrap();
-}
 
 /// Pops every frame waiting in `at`'s inbox for `from`.
 async fn drain(cluster: &Cluster, at: IpAddr, from: IpAddr) -> Vec<Frame> {
@@ -265,8 +238,14 @@ fn frames_delivered_twice_are_processed_once() {
             number: 77 << 10,
             flag: Flag::Submit,
         };
-        deliver(&cluster, center, a, &submit.encode()).await;
-        deliver(&cluster, center, a, &submit.encode()).await;
+        cluster
+            .deliver_raw(center, a, &submit.encode())
+            .await
+            .unwrap();
+        cluster
+            .deliver_raw(center, a, &submit.encode())
+            .await
+            .unwrap();
 
         // Host `manual` answers by hand, twice, marking d/2 as finished.
         let request = loop {
@@ -282,8 +261,14 @@ fn frames_delivered_twice_are_processed_once() {
         let mut answer = request.clone();
         answer.flag = Flag::Answer;
         answer.url_set.mark("https://d/2");
-        deliver(&cluster, center, manual, &answer.encode()).await;
-        deliver(&cluster, center, manual, &answer.encode()).await;
+        cluster
+            .deliver_raw(center, manual, &answer.encode())
+            .await
+            .unwrap();
+        cluster
+            .deliver_raw(center, manual, &answer.encode())
+            .await
+            .unwrap();
         assert!(cluster.wait_idle(IDLE).await.unwrap());
         assert_eq!(
             cluster.all_tasks().await.unwrap(),
@@ -291,7 +276,10 @@ fn frames_delivered_twice_are_processed_once() {
         );
 
         // And once more after it completed.
-        deliver(&cluster, center, a, &submit.encode()).await;
+        cluster
+            .deliver_raw(center, a, &submit.encode())
+            .await
+            .unwrap();
         assert!(cluster.wait_idle(IDLE).await.unwrap());
         assert_eq!(
             cluster.all_tasks().await.unwrap(),
@@ -313,8 +301,14 @@ fn frames_delivered_twice_are_processed_once() {
             number: 78 << 10,
             ..request
         };
-        deliver(&cluster, b, center, &request.encode()).await;
-        deliver(&cluster, b, center, &request.encode()).await;
+        cluster
+            .deliver_raw(b, center, &request.encode())
+            .await
+            .unwrap();
+        cluster
+            .deliver_raw(b, center, &request.encode())
+            .await
+            .unwrap();
         assert!(cluster.wait_idle(IDLE).await.unwrap());
         assert_eq!(cluster.node_stats(b).duplicates, 1);
         cluster.shutdown().await.unwrap();
