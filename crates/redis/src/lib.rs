@@ -33,7 +33,7 @@
 //! use url_dedup_bloom::{HashKey, SipHash13};
 //! use url_dedup_redis::{RedisSegmentStore, StoreOptions};
 //!
-//! // 10 million URLs at 1%: k = 4, about 1.33 bytes per URL in Redis.
+//! // 10 million URLs at 1%: k = 4, about 1.34 bytes per URL in Redis.
 //! let layout = RedisSegmentStore::layout_for(10_000_000, 0.01)?;
 //! let hasher = SipHash13::new(HashKey::from_bytes(*b"keep this secret"));
 //! let seen = RedisSegmentStore::create_filter(&url, StoreOptions::new("seen"), layout, hasher, 10_000_000)?;
@@ -44,7 +44,7 @@
 //!
 //! Measured on one local Redis with one client (`cargo bench -p url-dedup-benches --bench
 //! redis`, figures in `docs/benchmarks.md`): 2.2 to 3 times the URLs per second of one
-//! `BITFIELD` per URL, about 4 times seven `SETBIT`s per URL, and level with `SADD` of an
+//! `BITFIELD` per URL, 2.7 to 4.2 times seven `SETBIT`s per URL, and level with `SADD` of an
 //! 8-byte hash (median 1.01 to 1.03 times its rate over four runs), which needs 48 times the
 //! memory.
 //!
