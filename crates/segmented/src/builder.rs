@@ -204,7 +204,7 @@ impl<H: ItemHasher> Builder<H> {
     pub fn build(self) -> Result<SegmentedBloomFilter<H, MemoryStore>, Error> {
         let layout = self.resolve_layout()?;
         let store = MemoryStore::new(layout)?;
-        self.build_on(store)
+        Ok(self.finish(store))
     }
 
     /// Builds a filter over an existing store, which must have been created with
@@ -227,17 +227,18 @@ impl<H: ItemHasher> Builder<H> {
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
     pub fn build_on<S: SegmentStore>(self, store: S) -> Result<SegmentedBloomFilter<H, S>, Error> {
-        let layout = self.resolve_layout()?;
-        if store.layout() != layout {
+        if store.layout() != self.resolve_layout()? {
             return Err(Error::Incompatible(
                 "the store was created for another layout",
             ));
         }
+        Ok(self.finish(store))
+    }
+
+    /// The filter over `store`, whose layout has been checked; sizing (a search over block
+    /// loads) runs once per build.
+    fn finish<S: SegmentStore>(self, store: S) -> SegmentedBloomFilter<H, S> {
         let hasher = self.hasher.unwrap_or_else(H::random);
-        Ok(SegmentedBloomFilter::with_store(
-            store,
-            hasher,
-            self.expected_items.unwrap_or(0),
-        ))
+        SegmentedBloomFilter::with_store(store, hasher, self.expected_items.unwrap_or(0))
     }
 }

@@ -110,12 +110,24 @@ impl MemoryStore {
 
     /// The words of one segment; empty for an out-of-range index, which the filter never
     /// produces (its segments come from [`Layout::probe`]).
+    /// The words of `segment`; empty when out of range (callers check probes first).
     #[inline]
     fn segment(&self, segment: u64) -> &[AtomicU64] {
+        let range = self.segment_range(segment);
+        self.storage.get(range).unwrap_or(&[])
+    }
+
+    /// [`segment`](Self::segment) for an owner with exclusive access.
+    #[inline]
+    fn segment_mut(&mut self, segment: u64) -> &mut [AtomicU64] {
+        let range = self.segment_range(segment);
+        self.storage.get_mut(range).unwrap_or(&mut [])
+    }
+
+    #[inline]
+    fn segment_range(&self, segment: u64) -> std::ops::Range<usize> {
         let start = self.base + (segment as usize).wrapping_mul(self.segment_words);
-        self.storage
-            .get(start..start.wrapping_add(self.segment_words))
-            .unwrap_or(&[])
+        start..start.wrapping_add(self.segment_words)
     }
 
     /// Whether all of a probe's bits are set. Never writes, never locks.
@@ -211,34 +223,27 @@ impl MemoryStore {
     /// ```
     #[inline]
     pub fn check_and_insert_mut(&mut self, probe: Probe) -> bool {
-        let start = self.base + (probe.segment as usize).wrapping_mul(self.segment_words);
         let (hashes, offsets) = (self.layout.hashes(), self.layout.offsets(probe));
-        let Some(segment) = self
-            .storage
-            .get_mut(start..start.wrapping_add(self.segment_words))
-        else {
-            return false;
-        };
-        let mut missing = 0;
-        if let Ok(line) = <&mut [AtomicU64; 8]>::try_from(&mut *segment) {
+        let segment = self.segment_mut(probe.segment);
+        let missing = if let Ok(line) = <&mut [AtomicU64; 8]>::try_from(&mut *segment) {
             // Unconditional stores, as in `check_and_insert`: no branch on loaded data.
-            missing = fold_line_offsets(hashes, probe.seed, 0, |missing, offset| {
+            fold_line_offsets(hashes, probe.seed, 0, |missing, offset| {
                 let word = line[(offset >> 6) as usize & 7].get_mut();
                 let mask = bit_order::mask(offset);
                 let old = *word;
                 *word = old | mask;
                 missing | (mask & !old)
-            });
+            })
         } else {
-            for offset in offsets {
+            offsets.fold(0, |missing, offset| {
                 let (w, mask) = bit_order::locate(offset);
-                if let Some(word) = segment.get_mut(w) {
-                    let word = word.get_mut();
-                    missing |= mask & !*word;
-                    *word |= mask;
-                }
-            }
-        }
+                segment.get_mut(w).map_or(missing, |word| {
+                    let old = *word.get_mut();
+                    *word.get_mut() = old | mask;
+                    missing | (mask & !old)
+                })
+            })
+        };
         if missing == 0 {
             return false;
         }
