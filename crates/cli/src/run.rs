@@ -274,17 +274,6 @@ impl<O: Write, X: Write> Emitter<O, X> {
                         Err(url_dedup::Error::Store("no answer for this line".into()))
                     });
                     match result {
-                        Ok((Outcome::New, canonical)) => {
-                            self.stats.new += 1;
-                            let shown = if self.canonical { &*canonical } else { text };
-                            if let Err(e) = writeln!(self.out, "{shown}") {
-                                if e.kind() == io::ErrorKind::BrokenPipe {
-                                    return Ok(Flow::PipeClosed);
-                                }
-                                return Err(format!("cannot write output: {e}"));
-                            }
-                            continue;
-                        }
                         Ok((Outcome::Duplicate, _)) => {
                             self.stats.duplicate += 1;
                             if let Some(ex) = self.explain.as_mut() {
@@ -299,11 +288,16 @@ impl<O: Write, X: Write> Emitter<O, X> {
                             }
                             continue;
                         }
-                        Ok((other, _)) => {
-                            // Outcomes added in later versions count as kept, never as lost.
+                        // `New`, and outcomes added in later versions: kept, never lost.
+                        Ok((_, canonical)) => {
                             self.stats.new += 1;
-                            writeln!(self.out, "{text}").map_err(write_err)?;
-                            let _ = other;
+                            let shown = if self.canonical { &*canonical } else { text };
+                            if let Err(e) = writeln!(self.out, "{shown}") {
+                                if e.kind() == io::ErrorKind::BrokenPipe {
+                                    return Ok(Flow::PipeClosed);
+                                }
+                                return Err(format!("cannot write output: {e}"));
+                            }
                             continue;
                         }
                         Err(e @ url_dedup::Error::InvalidUrl(_)) => e.to_string(),

@@ -907,12 +907,9 @@ impl RedisSegmentStore {
     /// command exceeds [`MAX_OPS_PER_COMMAND`].
     fn groups(&self, probes: &[Probe]) -> Vec<(u64, Vec<usize>)> {
         let per_key = self.meta.segments_per_key;
-        let mut order: Vec<usize> = (0..probes.len()).collect();
-        // Stable sort: batch order is kept within a key, so a repeat sees its first occurrence.
-        order.sort_by_key(|&i| probes[i].segment / per_key);
         let per_command = (MAX_OPS_PER_COMMAND / self.meta.layout.hashes() as usize).max(1);
         let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
-        for i in order {
+        for i in self.key_order(probes) {
             let key = probes[i].segment / per_key;
             match groups.last_mut() {
                 Some((k, members)) if *k == key && members.len() < per_command => {

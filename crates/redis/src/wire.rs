@@ -30,27 +30,6 @@ pub(crate) enum Reply {
     Error(String),
 }
 
-/// Why a wire call failed.
-#[derive(Debug)]
-pub(crate) enum WireError {
-    /// The socket failed or the peer sent something that is not RESP: reconnect.
-    Io(io::Error),
-}
-
-impl From<io::Error> for WireError {
-    fn from(e: io::Error) -> Self {
-        Self::Io(e)
-    }
-}
-
-impl From<WireError> for redis::RedisError {
-    fn from(e: WireError) -> Self {
-        match e {
-            WireError::Io(io) => io.into(),
-        }
-    }
-}
-
 enum Stream {
     Tcp(TcpStream),
     #[cfg(unix)]
