@@ -366,7 +366,10 @@ mod tests {
                     .min_by(|a, b| a.1.total_cmp(&b.1))
                     .unwrap();
                 let walked = best_hashes(block_bits, bits_per_item, MAX_HASHES);
-                assert_eq!(walked, exhaustive, "block {block_bits}, {bits_per_item} bits/item");
+                assert_eq!(
+                    walked, exhaustive,
+                    "block {block_bits}, {bits_per_item} bits/item"
+                );
             }
         }
     }
