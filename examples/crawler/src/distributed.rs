@@ -44,6 +44,7 @@ use crate::kernel::{Kernels, Response};
 use crate::logger::Logger;
 use crate::monitor::{Counters, Monitor, Pacer};
 use crate::options::CrawlConfig;
+use crate::page::Rejected;
 use crate::robots::RobotsRules;
 use crate::shards::ShardedFrontier;
 
@@ -180,8 +181,7 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
     });
     node.monitor
         .logger
-        .info(&format!("joined crawl {}", shared.name))
-        .await;
+        .info(&format!("joined crawl {}", shared.name));
 
     // The first process publishes the first table; a later one is added by the leader.
     node.coordinate().await;
@@ -210,8 +210,7 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         }
         node.monitor
             .logger
-            .info(&format!("period {period} done; next in {every:?}"))
-            .await;
+            .info(&format!("period {period} done; next in {every:?}"));
         match node.next_period(period, began + every).await? {
             Some(next) => period = next,
             None => break,
@@ -345,7 +344,7 @@ impl Node {
     /// Leader duties (when this process holds the lease) and this process's share.
     async fn coordinate(&self) {
         match self.shards.coordinate().await {
-            Ok(Some(change)) => self.monitor.logger.info(&change).await,
+            Ok(Some(change)) => self.monitor.logger.info(&change),
             Ok(None) => {}
             Err(e) => self.monitor.logger.warn(&format!("coordinator: {e}")).await,
         }
@@ -356,15 +355,12 @@ impl Node {
                 c.shards.store(a.owned.len() as u64, Ordering::Relaxed);
                 c.most_shards
                     .fetch_max(a.owned.len() as u64, Ordering::Relaxed);
-                self.monitor
-                    .logger
-                    .info(&format!(
-                        "partition epoch {}: {} of {} virtual nodes here",
-                        a.epoch,
-                        a.owned.len(),
-                        crate::shards::VIRTUAL_NODES
-                    ))
-                    .await;
+                self.monitor.logger.info(&format!(
+                    "partition epoch {}: {} of {} virtual nodes here",
+                    a.epoch,
+                    a.owned.len(),
+                    crate::shards::VIRTUAL_NODES
+                ));
             }
             Ok(None) => {}
             Err(e) => {
@@ -434,8 +430,7 @@ impl Node {
                     .await?;
                 self.monitor
                     .logger
-                    .info(&format!("period {next}: {revisits} revisits scheduled"))
-                    .await;
+                    .info(&format!("period {next}: {revisits} revisits scheduled"));
                 return Ok(Some(next));
             }
             tokio::time::sleep(nap).await;
@@ -511,20 +506,14 @@ impl Node {
         let c = &self.monitor.counters;
         let mut urls = Vec::with_capacity(found.len());
         for link in found {
-            let Ok(url) = self.canon.canonicalize(&link) else {
-                Counters::add(&c.skipped, 1);
-                continue;
-            };
-            if !self.config.scope.contains(&url) {
-                Counters::add(&c.skipped, 1);
-                continue;
-            }
             // Depth is not carried by shared tasks; length and slash limits still apply.
-            if self.config.traps.check(&url, 0).is_err() {
-                Counters::add(&c.traps, 1);
-                continue;
+            match crate::page::vet(&self.canon, &self.config, &link, 0) {
+                Ok(url) => urls.push(String::from(url)),
+                Err(Rejected::Trap(..)) => Counters::add(&c.traps, 1),
+                Err(Rejected::NoCanonical(_) | Rejected::OutOfScope(_)) => {
+                    Counters::add(&c.skipped, 1)
+                }
             }
-            urls.push(String::from(url));
         }
         urls.sort_unstable();
         urls.dedup();

@@ -44,7 +44,7 @@ impl Logger {
         }
     }
 
-    pub(crate) async fn info(&self, message: &str) {
+    pub(crate) fn info(&self, message: &str) {
         tracing::info!(process = %self.process, "{message}");
     }
 

@@ -26,8 +26,6 @@ pub(crate) struct Counters {
     pub(crate) queued: AtomicU64,
     /// Links the shared filter had already seen.
     pub(crate) duplicates: AtomicU64,
-    /// Links folded into an earlier, similar URL (document 004).
-    pub(crate) similar: AtomicU64,
     /// Links refused by the trap rules (length, slashes, depth).
     pub(crate) traps: AtomicU64,
     /// Links out of scope, URLs refused by robots.txt, unusable redirects.
@@ -114,7 +112,6 @@ struct Status {
     not_modified: u64,
     queued: u64,
     duplicates: u64,
-    similar: u64,
     traps: u64,
     skipped: u64,
     errors: u64,
@@ -140,7 +137,6 @@ impl Monitor {
             not_modified: load(&c.not_modified),
             queued: load(&c.queued),
             duplicates: load(&c.duplicates),
-            similar: load(&c.similar),
             traps: load(&c.traps),
             skipped: load(&c.skipped),
             errors: load(&c.errors),
@@ -192,12 +188,10 @@ async fn rate(
         );
     }
     m.pacer.set_rate(change.pages_per_sec);
-    m.logger
-        .info(&format!(
-            "rate limit set to {} pages/s",
-            change.pages_per_sec
-        ))
-        .await;
+    m.logger.info(&format!(
+        "rate limit set to {} pages/s",
+        change.pages_per_sec
+    ));
     (
         StatusCode::OK,
         format!("rate limit: {} pages/s\n", change.pages_per_sec),
@@ -212,14 +206,13 @@ async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
         p = escape(&s.process),
         c = escape(&s.crawl)
     );
-    let rows: [(&str, String); 14] = [
+    let rows: [(&str, String); 13] = [
         ("partition epoch", s.table_epoch.to_string()),
         ("virtual nodes owned", s.shards.to_string()),
         ("fetched", s.fetched.to_string()),
         ("not modified (304)", s.not_modified.to_string()),
         ("queued", s.queued.to_string()),
         ("duplicates avoided", s.duplicates.to_string()),
-        ("similar folded", s.similar.to_string()),
         ("traps skipped", s.traps.to_string()),
         ("other skips", s.skipped.to_string()),
         ("errors", s.errors.to_string()),

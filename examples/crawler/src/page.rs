@@ -6,11 +6,13 @@ use std::sync::Arc;
 use reqwest::header;
 use url::Url;
 
+use crate::canonical::Canonicalizer;
 use crate::crawl::Shared;
 use crate::fetch::Exchange;
 use crate::frontier::{Job, JobKind};
 use crate::kernel::{FeedKernel, Kernel, Response};
 use crate::mirror;
+use crate::options::CrawlConfig;
 use crate::skip::SkipReason;
 use crate::state::Admission;
 
@@ -86,17 +88,8 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
                         // Listed as a sitemap: read as one whatever its declared type.
                         let response = Response::new(&url, "application/xml", &body);
                         let map = FeedKernel.read(&response, None);
-                        let kind = if map.follow_feeds {
-                            JobKind::Sitemap
-                        } else {
-                            JobKind::Page
-                        };
-                        candidates.extend(map.follow.into_iter().map(|u| Candidate {
-                            url: u,
-                            depth: job.depth,
-                            hops: 0,
-                            kind,
-                        }));
+                        // Sitemap entries stand at the sitemap's own depth.
+                        push_links(&mut candidates, map.follow, map.follow_feeds, job.depth);
                         None
                     }
                 };
@@ -148,18 +141,29 @@ fn read_page(
         .then_some(&local as &dyn Fn(&Url) -> Option<String>);
     let harvest = kernel.read(&response, rewrite);
     shared.count_nofollow(harvest.nofollow as u64);
-    let kind = if harvest.follow_feeds {
+    push_links(
+        candidates,
+        harvest.follow,
+        harvest.follow_feeds,
+        job.depth + 1,
+    );
+    harvest.stored
+}
+
+/// Adds `links` as candidates at `depth`: sitemaps or feeds when the document said its links
+/// are (`follow_feeds`), pages otherwise.
+fn push_links(out: &mut Vec<Candidate>, links: Vec<Url>, follow_feeds: bool, depth: u32) {
+    let kind = if follow_feeds {
         JobKind::Sitemap
     } else {
         JobKind::Page
     };
-    candidates.extend(harvest.follow.into_iter().map(|u| Candidate {
-        url: u,
-        depth: job.depth + 1,
+    out.extend(links.into_iter().map(|url| Candidate {
+        url,
+        depth,
         hops: 0,
         kind,
     }));
-    harvest.stored
 }
 
 fn write_file(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
@@ -167,6 +171,34 @@ fn write_file(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(path, data)
+}
+
+/// Why a discovered link is not offered to the done set.
+pub(crate) enum Rejected {
+    /// It has no canonical form.
+    NoCanonical(SkipReason),
+    /// Its canonical form is outside the crawl's scope.
+    OutOfScope(Url),
+    /// Its canonical form trips a trap rule at this depth.
+    Trap(SkipReason, Url),
+}
+
+/// The canonical form of `link` if the crawl may follow it at `depth`: canonicalization, then
+/// scope, then trap rules, in that order for the local and the shared crawl alike.
+pub(crate) fn vet(
+    canon: &Canonicalizer,
+    config: &CrawlConfig,
+    link: &Url,
+    depth: u32,
+) -> Result<Url, Rejected> {
+    let url = canon.canonicalize(link).map_err(Rejected::NoCanonical)?;
+    if !config.scope.contains(&url) {
+        return Err(Rejected::OutOfScope(url));
+    }
+    if let Err(reason) = config.traps.check(&url, depth) {
+        return Err(Rejected::Trap(reason, url));
+    }
+    Ok(url)
 }
 
 /// Turns candidates into jobs and offers them to the done set. Called with the state locked.
@@ -177,23 +209,23 @@ pub(crate) fn admit_all(
 ) -> Result<Vec<Job>, crate::error::CrawlError> {
     let mut admitted = Vec::new();
     for c in candidates {
-        let url = match shared.canon.canonicalize(&c.url) {
+        let url = match vet(&shared.canon, &shared.config, &c.url, c.depth) {
             Ok(url) => url,
-            Err(reason) => {
+            Err(Rejected::NoCanonical(reason)) => {
                 state.skip(reason, c.url.as_str(), "no canonical form")?;
+                continue;
+            }
+            Err(Rejected::OutOfScope(url)) => {
+                state.skip(SkipReason::OutOfScope, url.as_str(), "")?;
+                continue;
+            }
+            Err(Rejected::Trap(reason, url)) => {
+                state.skip(reason, url.as_str(), &format!("depth {}", c.depth))?;
                 continue;
             }
         };
         if url.as_str() != c.url.as_str() {
             state.stats.canonicalized += 1;
-        }
-        if !shared.config.scope.contains(&url) {
-            state.skip(SkipReason::OutOfScope, url.as_str(), "")?;
-            continue;
-        }
-        if let Err(reason) = shared.config.traps.check(&url, c.depth) {
-            state.skip(reason, url.as_str(), &format!("depth {}", c.depth))?;
-            continue;
         }
         let job = Job {
             url: url.as_str().into(),

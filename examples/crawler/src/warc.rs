@@ -40,12 +40,12 @@ impl WarcWriter {
         };
         if offset == 0 {
             let info = format!("software: {software}\r\nformat: WARC File Format 1.1\r\n");
-            writer.record(
+            writer.record_with_id(
+                &record_id()?,
                 "warcinfo",
-                None,
                 "application/warc-fields",
                 &[info.as_bytes()],
-                &[],
+                &[("WARC-Date", iso8601(SystemTime::now()))],
             )?;
             writer.flush()?;
         }
@@ -102,24 +102,6 @@ impl WarcWriter {
 
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
-    }
-
-    fn record(
-        &mut self,
-        kind: &str,
-        url: Option<&str>,
-        content_type: &str,
-        block: &[&[u8]],
-        extra: &[(&str, String)],
-    ) -> io::Result<()> {
-        let mut fields = extra.to_vec();
-        if let Some(url) = url {
-            fields.push(("WARC-Target-URI", url.to_owned()));
-        }
-        if !fields.iter().any(|(n, _)| *n == "WARC-Date") {
-            fields.push(("WARC-Date", iso8601(SystemTime::now())));
-        }
-        self.record_with_id(&record_id()?, kind, content_type, block, &fields)
     }
 
     fn record_with_id(
