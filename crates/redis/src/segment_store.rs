@@ -671,11 +671,16 @@ impl RedisSegmentStore {
     /// ```
     pub fn to_memory(&self) -> Result<MemoryStore> {
         let memory = MemoryStore::new(self.meta.layout)?;
+        let per_segment = self.meta.layout.segment_words() as usize;
         let mut words = Vec::new();
-        for segment in 0..self.meta.layout.segments() {
+        // One key at a time: a key's segments are one contiguous byte range in Redis.
+        for index in 0..self.data_keys() {
+            let first = index * self.meta.segments_per_key;
             words.clear();
-            self.read_segment(segment, &mut words)?;
-            memory.merge_segment(segment, &words)?;
+            self.read_segments(first, self.key_segments(index), &mut words)?;
+            for (segment, part) in (first..).zip(words.chunks(per_segment)) {
+                memory.merge_segment(segment, part)?;
+            }
         }
         Ok(memory)
     }
@@ -716,14 +721,24 @@ impl RedisSegmentStore {
                 expected: format!("{:?}", memory.layout()),
             });
         }
+        let per_segment = self.meta.layout.segment_words() as usize;
         let mut words = Vec::new();
         let mut written = 0;
-        for segment in 0..self.meta.layout.segments() {
+        // One merge per key, not per segment: each merge writes a helper string as long as the
+        // key and ORs the whole key, so per-segment merges cost a key's length each.
+        for index in 0..self.data_keys() {
+            let first = index * self.meta.segments_per_key;
             words.clear();
-            memory.read_segment(segment, &mut words)?;
-            if words.iter().any(|&w| w != 0) {
-                self.merge_segment(segment, &words)?;
-                written += 1;
+            for segment in first..first + self.key_segments(index) {
+                memory.read_segment(segment, &mut words)?;
+            }
+            let nonzero = words
+                .chunks(per_segment)
+                .filter(|part| part.iter().any(|&w| w != 0))
+                .count();
+            if nonzero > 0 {
+                self.merge_segments(first, &words)?;
+                written += nonzero as u64;
             }
         }
         Ok(written)
@@ -1282,10 +1297,42 @@ impl SegmentStore for RedisSegmentStore {
     }
 
     fn read_segment(&self, segment: u64, out: &mut Vec<u64>) -> Result<()> {
-        self.check_probes(&[Probe { segment, seed: 0 }])?;
-        let (index, base_bits) = self.locate(segment);
+        self.read_segments(segment, 1, out)
+    }
+
+    fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<()> {
+        if words.len() as u64 > self.meta.layout.segment_words() {
+            return Err(Error::Segmented(
+                url_dedup_segmented::Error::InvalidParameters("more words than a segment holds"),
+            ));
+        }
+        self.merge_segments(segment, words)
+    }
+}
+
+impl RedisSegmentStore {
+    /// Appends the words of `count` consecutive segments from `first`, all in one data key,
+    /// read with `GETRANGE` in chunks.
+    fn read_segments(&self, first: u64, count: u64, out: &mut Vec<u64>) -> Result<()> {
+        let last = first + count.max(1) - 1;
+        self.check_probes(&[
+            Probe {
+                segment: first,
+                seed: 0,
+            },
+            Probe {
+                segment: last,
+                seed: 0,
+            },
+        ])?;
+        let (index, base_bits) = self.locate(first);
+        if self.locate(last).0 != index {
+            return Err(Error::Segmented(
+                url_dedup_segmented::Error::InvalidParameters("segments span two data keys"),
+            ));
+        }
         let key = self.options.data_key(index);
-        let bytes = self.meta.layout.segment_bytes().min(MAX_SEGMENT_BYTES);
+        let bytes = (self.meta.layout.segment_bytes() * count).min(MAX_SEGMENT_BYTES);
         let start = base_bits / 8;
         let mut data = Vec::with_capacity(bytes as usize);
         while (data.len() as u64) < bytes {
@@ -1306,20 +1353,34 @@ impl SegmentStore for RedisSegmentStore {
         if data.len() as u64 > bytes {
             return Err(corrupt(&key, "GETRANGE returned more than asked"));
         }
-        let mut words = vec![0u64; self.meta.layout.segment_words() as usize];
+        let mut words = vec![0u64; (self.meta.layout.segment_words() * count) as usize];
         bit_order::bytes_to_words(&data, &mut words)?;
         out.extend_from_slice(&words);
         Ok(())
     }
 
-    fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<()> {
-        self.check_probes(&[Probe { segment, seed: 0 }])?;
-        if words.len() as u64 > self.meta.layout.segment_words() {
+    /// ORs `words` into consecutive segments from `first`, all in one data key, in one
+    /// transaction: the bytes go to a helper key at the same offsets, then `BITOP OR`.
+    fn merge_segments(&self, first: u64, words: &[u64]) -> Result<()> {
+        let per_segment = self.meta.layout.segment_words();
+        let count = (words.len() as u64).div_ceil(per_segment).max(1);
+        let last = first + count - 1;
+        self.check_probes(&[
+            Probe {
+                segment: first,
+                seed: 0,
+            },
+            Probe {
+                segment: last,
+                seed: 0,
+            },
+        ])?;
+        let (index, base_bits) = self.locate(first);
+        if self.locate(last).0 != index {
             return Err(Error::Segmented(
-                url_dedup_segmented::Error::InvalidParameters("more words than a segment holds"),
+                url_dedup_segmented::Error::InvalidParameters("segments span two data keys"),
             ));
         }
-        let (index, base_bits) = self.locate(segment);
         let key = self.options.data_key(index);
         // The helper key shares the data key's hash tag, so the transaction stays in one slot.
         let scratch = format!("{key}:merge");

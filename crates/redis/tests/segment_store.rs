@@ -386,50 +386,52 @@ fn empty_restart_recreates_metadata() {
     assert!(!other.try_check_and_insert("https://a.example/").unwrap());
 }
 
-/// Redis -> memory -> snapshot file -> memory -> another Redis prefix: the same URLs are in.
+/// Redis -> memory -> snapshot file -> memory -> another Redis prefix: the same URLs are in,
+/// with one data key and with segments spread over several keys (3 segments per key).
 #[test]
 fn snapshot_round_trip_through_a_file() {
     let Some(server) = RedisServer::start_or_skip("snapshot_round_trip") else {
         return;
     };
     let url = server.url();
-    let layout = RedisSegmentStore::layout_for(5_000, 0.01).unwrap();
-    let hasher = SipHash13::new(KEY);
-    let shared = RedisSegmentStore::create_filter(
-        &url,
-        StoreOptions::new("a"),
-        layout,
-        hasher.clone(),
-        5_000,
-    )
-    .unwrap();
-    let inserted = urls(3_000);
-    shared.try_check_and_insert_batch(&inserted).unwrap();
+    for (tag, segments_per_key) in [("one", None), ("three", Some(3))] {
+        let options = |name: &str| StoreOptions {
+            segments_per_key,
+            ..StoreOptions::new(format!("{tag}-{name}"))
+        };
+        let shared = create(&url, options("a"), 5_000);
+        let (layout, hasher) = (shared.layout(), SipHash13::new(KEY));
+        let inserted = urls(3_000);
+        shared.try_check_and_insert_batch(&inserted).unwrap();
 
-    let memory = SegmentedBloomFilter::with_store(
-        shared.store().to_memory().unwrap(),
-        hasher.clone(),
-        5_000,
-    );
-    assert!(inserted.iter().all(|u| memory.contains(u)));
-    let mut file = Vec::new();
-    memory.write_to(&mut file).unwrap();
-    let restored: SegmentedBloomFilter = SegmentedBloomFilter::read_from(&file[..]).unwrap();
-    assert_eq!(restored.count_ones(), memory.count_ones());
+        let memory = SegmentedBloomFilter::with_store(
+            shared.store().to_memory().unwrap(),
+            hasher.clone(),
+            5_000,
+        );
+        assert!(inserted.iter().all(|u| memory.contains(u)));
+        let mut file = Vec::new();
+        memory.write_to(&mut file).unwrap();
+        let restored: SegmentedBloomFilter = SegmentedBloomFilter::read_from(&file[..]).unwrap();
+        assert_eq!(restored.count_ones(), memory.count_ones());
 
-    let copy =
-        RedisSegmentStore::create_filter(&url, StoreOptions::new("b"), layout, hasher, 5_000)
-            .unwrap();
-    assert!(copy.store().merge_from_memory(restored.store()).unwrap() > 0);
-    assert!(
-        copy.try_contains_batch(&inserted)
-            .unwrap()
-            .iter()
-            .all(|&p| p)
-    );
-    let fresh = urls(4_000)[3_000..].to_vec();
-    let expected = restored.check_and_insert_batch(&fresh);
-    assert_eq!(copy.try_check_and_insert_batch(&fresh).unwrap(), expected);
+        let copy =
+            RedisSegmentStore::create_filter(&url, options("b"), layout, hasher, 5_000).unwrap();
+        assert!(copy.store().merge_from_memory(restored.store()).unwrap() > 0);
+        assert_eq!(
+            copy.store().to_memory().unwrap().count_ones(),
+            memory.count_ones()
+        );
+        assert!(
+            copy.try_contains_batch(&inserted)
+                .unwrap()
+                .iter()
+                .all(|&p| p)
+        );
+        let fresh = urls(4_000)[3_000..].to_vec();
+        let expected = restored.check_and_insert_batch(&fresh);
+        assert_eq!(copy.try_check_and_insert_batch(&fresh).unwrap(), expected);
+    }
 }
 
 fn shared_server() -> Option<&'static (RedisServer, String)> {
