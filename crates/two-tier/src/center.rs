@@ -45,12 +45,17 @@ struct Pending {
 struct Effects {
     writes: redis::Pipeline,
     write_count: usize,
-    sends: BTreeMap<IpAddr, Vec<Vec<u8>>>,
+    sends: BTreeMap<IpAddr, Vec<Arc<[u8]>>>,
 }
 
 impl Effects {
-    fn send(&mut self, to: IpAddr, frame: &Frame) {
-        self.sends.entry(to).or_default().push(frame.encode());
+    /// Queues `frame` for every receiver in `to`, encoded once and shared (a frame of 1,000
+    /// URLs goes to every host of a network).
+    fn send(&mut self, to: impl IntoIterator<Item = IpAddr>, frame: &Frame) {
+        let bytes: Arc<[u8]> = frame.encode().into();
+        for ip in to {
+            self.sends.entry(ip).or_default().push(Arc::clone(&bytes));
+        }
     }
 }
 
@@ -319,9 +324,7 @@ impl Center {
                 self.settings.lan_timeout,
             ),
         };
-        for &to in &waiting {
-            fx.send(to, &frame);
-        }
+        fx.send(waiting.iter().copied(), &frame);
         pending.insert(
             frame.number,
             Pending {
@@ -583,7 +586,7 @@ impl Center {
             }
             Phase::Foreign => {
                 frame.flag = Flag::Answer;
-                fx.send(frame.ip, &frame);
+                fx.send([frame.ip], &frame);
             }
         }
         self.counters.completed();

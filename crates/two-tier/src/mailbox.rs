@@ -72,13 +72,13 @@ impl Peer {
     }
 
     /// Delivers encoded frames, in order.
-    pub(crate) async fn send(&self, frames: &[Vec<u8>]) -> Result<()> {
+    pub(crate) async fn send(&self, frames: &[impl AsRef<[u8]> + Sync]) -> Result<()> {
         for chunk in frames.chunks(SEND_CHUNK) {
             counted(&self.counters, &self.link, "send frames", |mut conn| {
                 let mut call = scripts().send.prepare_invoke();
                 call.key(&self.inbox).key(&self.wake);
                 for frame in chunk {
-                    call.arg(frame.as_slice());
+                    call.arg(frame.as_ref());
                 }
                 async move { call.invoke_async::<u64>(&mut conn).await }
             })
