@@ -9,7 +9,7 @@
 //! target check that `true` is never wrong.
 
 use crate::percent::{hex_value, is_unreserved};
-use crate::query::param_name;
+use crate::query::is_clean;
 use crate::{Policy, TrailingSlash};
 
 /// Bytes a canonical path may hold as they are: unreserved, sub-delims, `:`, `@` (and `/`,
@@ -206,13 +206,5 @@ fn query(query: &[u8], policy: &Policy) -> bool {
     let Ok(query) = std::str::from_utf8(query) else {
         return false;
     };
-    let mut previous = "";
-    for pair in query.split('&') {
-        let name = param_name(pair);
-        if pair.is_empty() || policy.drops_param(name) || (policy.sort_query && name < previous) {
-            return false;
-        }
-        previous = name;
-    }
-    true
+    is_clean(query, policy)
 }

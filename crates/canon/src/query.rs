@@ -4,7 +4,7 @@ use crate::{Policy, percent};
 
 /// The name of a `name=value` pair (everything before the first `=`).
 #[inline]
-pub(crate) fn param_name(pair: &str) -> &str {
+fn param_name(pair: &str) -> &str {
     match pair.as_bytes().iter().position(|&b| b == b'=') {
         Some(end) => &pair[..end],
         None => pair,
@@ -27,15 +27,7 @@ pub(crate) fn write(query: &str, policy: &Policy, out: &mut String) {
     out.push('?');
     percent::normalize_into(query, out, false);
     let normalized = &out[mark + 1..];
-    let mut previous = "";
-    let clean = normalized.split('&').all(|pair| {
-        let name = param_name(pair);
-        let drop =
-            pair.is_empty() || policy.drops_param(name) || (policy.sort_query && name < previous);
-        previous = name;
-        !drop
-    });
-    if clean && !(normalized.is_empty() && policy.drop_empty_query) {
+    if is_clean(normalized, policy) && !(normalized.is_empty() && policy.drop_empty_query) {
         return;
     }
     let query = out.split_off(mark + 1);
@@ -60,4 +52,19 @@ pub(crate) fn write(query: &str, policy: &Policy, out: &mut String) {
         }
         out.push_str(pair);
     }
+}
+
+/// Whether a normalized query needs no pair dropped or moved under `policy`: no empty pair, no
+/// parameter the policy drops, and (when sorting) names already in order. The already-canonical
+/// fast path and the slow path both decide with this, so they cannot disagree.
+pub(crate) fn is_clean(query: &str, policy: &Policy) -> bool {
+    let mut previous = "";
+    query.split('&').all(|pair| {
+        let name = param_name(pair);
+        let keep = !(pair.is_empty()
+            || policy.drops_param(name)
+            || (policy.sort_query && name < previous));
+        previous = name;
+        keep
+    })
 }
