@@ -80,7 +80,6 @@ pub struct ShardedFilter<S: Shard, H: ItemHasher = SipHash13> {
     table: PartitionTable<H>,
     params: S::Params,
     shards: Vec<Slot<S>>,
-    pending: usize,
 }
 
 impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
@@ -119,7 +118,6 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
             table,
             params,
             shards,
-            pending: 0,
         })
     }
 
@@ -148,7 +146,6 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
             table,
             params,
             shards,
-            pending: 0,
         })
     }
 
@@ -389,8 +386,12 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
                 "the tables differ in a virtual node the migration does not move",
             ));
         }
-        if let Some(v) = self.pending().first() {
-            return Err(Error::ShardPending(*v));
+        if let Some(v) = self
+            .shards
+            .iter()
+            .position(|s| matches!(s, Slot::Pending { .. }))
+        {
+            return Err(Error::ShardPending(VirtualNode(v as u32)));
         }
         let mut transfers = Vec::new();
         for mv in migration.outgoing(self.node) {
@@ -412,7 +413,6 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
         }
         for mv in migration.incoming(self.node) {
             self.shards[mv.vnode.index()] = Slot::Pending { from: mv.from };
-            self.pending += 1;
         }
         self.table = next.clone();
         Ok(transfers)
@@ -452,7 +452,6 @@ impl<S: Shard, H: ItemHasher> ShardedFilter<S, H> {
         }
         let shard = S::import(&transfer.shard, &self.params).map_err(shard_error)?;
         self.shards[transfer.vnode.index()] = Slot::Ready(shard);
-        self.pending -= 1;
         Ok(())
     }
 }
@@ -467,7 +466,7 @@ impl<S: Shard, H: ItemHasher> std::fmt::Debug for ShardedFilter<S, H> {
             .field("node", &self.node)
             .field("epoch", &self.table.epoch())
             .field("shards", &self.shard_count())
-            .field("pending", &self.pending)
+            .field("pending", &self.pending().len())
             .finish()
     }
 }
