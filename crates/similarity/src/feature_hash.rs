@@ -72,25 +72,44 @@ impl ValueHasher {
         }
     }
 
-    /// The bit of a one-bit region of `n` bits, and the two halves for multi-bit regions.
+    /// The hash of one feature value.
     #[inline]
-    pub(crate) fn hash(&self, value: &[u8], n: u64) -> (u64, Digest) {
+    pub(crate) fn hash(&self, value: &[u8]) -> Hashed {
         match self {
             Self::Md5(keyed) => {
                 let digest: [u8; 16] = keyed.clone().chain_update(value).finalize().into();
                 let v = u128::from_be_bytes(digest);
-                // Document 004: the 128-bit MD5 value mod N selects the bit.
-                let bit = (v % u128::from(n)) as u64;
-                let halves = Digest {
-                    h1: (v >> 64) as u64,
-                    h2: v as u64,
-                };
-                (bit, halves)
+                Hashed {
+                    halves: Digest {
+                        h1: (v >> 64) as u64,
+                        h2: v as u64,
+                    },
+                    md5: Some(v),
+                }
             }
-            Self::SipHash13(sip) => {
-                let d = sip.hash(value);
-                (url_dedup_bloom::hash::reduce(d.h1, n), d)
-            }
+            Self::SipHash13(sip) => Hashed {
+                halves: sip.hash(value),
+                md5: None,
+            },
+        }
+    }
+}
+
+/// A feature value's hash: two halves for multi-bit regions, and for MD5 the whole 128-bit
+/// value that document 004 reduces mod N for a one-bit region.
+pub(crate) struct Hashed {
+    pub(crate) halves: Digest,
+    md5: Option<u128>,
+}
+
+impl Hashed {
+    /// The bit of a one-bit region of `n` bits: document 004's `MD5 mod N`, or a multiply-shift
+    /// of the first half for SipHash. Only one-bit regions pay for the 128-bit division.
+    #[inline]
+    pub(crate) fn bit(&self, n: u64) -> u64 {
+        match self.md5 {
+            Some(v) => (v % u128::from(n)) as u64,
+            None => url_dedup_bloom::hash::reduce(self.halves.h1, n),
         }
     }
 }

@@ -354,7 +354,8 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check(&self, url: &str) -> Verdict {
-        self.probe(url, &mut Vec::with_capacity(128), &mut Vec::new())
+        let mut positions = Vec::with_capacity(self.features.len() * self.hashes as usize);
+        self.probe(url, &mut Vec::with_capacity(128), &mut positions)
     }
 
     /// Computes every feature's bit positions into `positions` and which features matched.
@@ -365,14 +366,15 @@ impl SimilarityFilter {
         for (i, feature) in self.features.iter().enumerate() {
             scratch.clear();
             feature.write_value(&parts, scratch);
-            let (bit, halves) = self.hasher.hash(scratch, self.region_bits);
+            let hashed = self.hasher.hash(scratch);
             let base = i as u64 * self.region_bits;
             let start = positions.len();
             if self.hashes == 1 {
-                positions.push(base + bit);
+                positions.push(base + hashed.bit(self.region_bits));
             } else {
                 positions.extend(
-                    halves
+                    hashed
+                        .halves
                         .indexes(self.hashes, self.region_bits)
                         .map(|bit| base + bit),
                 );
