@@ -262,31 +262,60 @@ impl Link {
         F: FnMut(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        let start = Instant::now();
-        let mut delay = self.backoff.initial;
-        let mut attempts = 0u32;
+        let mut retry = Retry::new(&self.backoff);
         loop {
-            attempts += 1;
             match attempt(self.conn.clone()).await {
                 Ok(value) => return Ok(value),
-                Err(source) if !is_transient(&source) => {
-                    return Err(Error::Redis { operation, source });
-                }
-                Err(source) => {
-                    let elapsed = start.elapsed();
-                    if elapsed + delay > self.backoff.give_up_after {
-                        return Err(Error::Unavailable {
-                            operation,
-                            attempts,
-                            elapsed,
-                            source,
-                        });
-                    }
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(self.backoff.max);
-                }
+                Err(source) => tokio::time::sleep(retry.failed(operation, source)?).await,
             }
         }
+    }
+}
+
+/// [`Backoff`]'s policy as loop state, shared by the async [`Link::run`] and the blocking
+/// segment store: after each failed attempt it gives the wait before the next one, or the
+/// error to return.
+pub(crate) struct Retry<'a> {
+    backoff: &'a Backoff,
+    start: Instant,
+    delay: Duration,
+    attempts: u32,
+}
+
+impl<'a> Retry<'a> {
+    pub(crate) fn new(backoff: &'a Backoff) -> Self {
+        Self {
+            backoff,
+            start: Instant::now(),
+            delay: backoff.initial,
+            attempts: 0,
+        }
+    }
+
+    /// An attempt of `operation` failed with `source`: `Ok(wait)` to try again after `wait`;
+    /// [`Error::Redis`] when the error is not transient; [`Error::Unavailable`] when waiting
+    /// would pass the backoff's budget.
+    pub(crate) fn failed(
+        &mut self,
+        operation: &'static str,
+        source: RedisError,
+    ) -> Result<Duration> {
+        self.attempts += 1;
+        if !is_transient(&source) {
+            return Err(Error::Redis { operation, source });
+        }
+        let elapsed = self.start.elapsed();
+        if elapsed + self.delay > self.backoff.give_up_after {
+            return Err(Error::Unavailable {
+                operation,
+                attempts: self.attempts,
+                elapsed,
+                source,
+            });
+        }
+        let wait = self.delay;
+        self.delay = (self.delay * 2).min(self.backoff.max);
+        Ok(wait)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{Client, Connection, RedisError};
 use url_dedup_bloom::hash::{HashAlgorithm, HashKey, ItemHasher};
@@ -13,7 +13,7 @@ use url_dedup_segmented::{
 
 use crate::error::{Error, Result};
 use crate::known_bits::{KnownBits, KnownBitsStats};
-use crate::link::{Backoff, is_transient};
+use crate::link::{Backoff, Retry, is_transient};
 use crate::resp::Packed;
 use crate::wire::{Reply, Wire};
 
@@ -754,11 +754,8 @@ impl RedisSegmentStore {
     ) -> Result<T> {
         let slot = self.pick();
         let mut guard = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let start = Instant::now();
-        let mut delay = self.options.backoff.initial;
-        let mut attempts = 0u32;
+        let mut retry = Retry::new(&self.options.backoff);
         loop {
-            attempts += 1;
             let result = match guard.as_mut() {
                 Some(conn) => f(conn).map_err(Failure::Redis),
                 None => match self.fresh_connection() {
@@ -770,29 +767,17 @@ impl RedisSegmentStore {
                     Err(e) => Err(e),
                 },
             };
-            let source = match result {
+            match result {
                 Ok(value) => return Ok(value),
                 Err(Failure::Fatal(e)) => return Err(e),
-                Err(Failure::Redis(e)) if !is_transient(&e) => {
-                    return Err(Error::Redis {
-                        operation,
-                        source: e,
-                    });
+                Err(Failure::Redis(e)) => {
+                    if is_transient(&e) {
+                        // The connection may be broken: the next attempt opens a fresh one.
+                        *guard = None;
+                    }
+                    std::thread::sleep(retry.failed(operation, e)?);
                 }
-                Err(Failure::Redis(e)) => e,
-            };
-            *guard = None;
-            let elapsed = start.elapsed();
-            if elapsed + delay > self.options.backoff.give_up_after {
-                return Err(Error::Unavailable {
-                    operation,
-                    attempts,
-                    elapsed,
-                    source,
-                });
             }
-            std::thread::sleep(delay);
-            delay = (delay * 2).min(self.options.backoff.max);
         }
     }
 
@@ -1462,29 +1447,11 @@ fn retry_sync<T>(
     operation: &'static str,
     mut f: impl FnMut() -> redis::RedisResult<T>,
 ) -> Result<T> {
-    let start = Instant::now();
-    let mut delay = backoff.initial;
-    let mut attempts = 0u32;
+    let mut retry = Retry::new(backoff);
     loop {
-        attempts += 1;
         match f() {
             Ok(v) => return Ok(v),
-            Err(source) if !is_transient(&source) => {
-                return Err(Error::Redis { operation, source });
-            }
-            Err(source) => {
-                let elapsed = start.elapsed();
-                if elapsed + delay > backoff.give_up_after {
-                    return Err(Error::Unavailable {
-                        operation,
-                        attempts,
-                        elapsed,
-                        source,
-                    });
-                }
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(backoff.max);
-            }
+            Err(source) => std::thread::sleep(retry.failed(operation, source)?),
         }
     }
 }
