@@ -14,14 +14,17 @@
 //!     cargo bench -p url-dedup-benches --bench head_to_head
 //! ```
 //!
-//! Defaults: n = 10M, p = 1%, 9 rounds of 1,000,000 operations per contender and operation
+//! `URL_DEDUP_BENCH_ONLY=sbbf,split` keeps the contenders whose names contain one of the
+//! words. Defaults: n = 10M, p = 1%, 9 rounds of 1,000,000 operations per contender and operation
 //! (`URL_DEDUP_BENCH_OPS`). Times are CPU time of the measuring thread, in ns per operation:
 //!
 //! * `insert`: keys added to a filter being filled, which continues across rounds and starts
 //!   afresh (untimed) when full, so rounds average over fill levels;
 //! * `hit`: present keys queried on a full filter; `miss`: absent keys on the same filter.
 //!
-//! `batch` contenders are url-dedup-segmented's batch methods (`check_and_insert_batch`,
+//! `split` contenders use [`Placement::Split`] (one bit in each of eight 64-bit lanes of a
+//! 512-bit segment), the others the default scattered placement. `batch` contenders are
+//! url-dedup-segmented's batch methods (`check_and_insert_batch`,
 //! `contains_batch`, 1,024 keys per call, `&self`, exactly-once); the others are single calls
 //! (`insert` through `&mut self` for every filter, ours included).
 
@@ -29,11 +32,12 @@ use std::time::Duration;
 
 use cpu_time::ThreadTime;
 use url_dedup_benches::peers::{
-    Bloomfilter, Classic, Fastbloom, Filter, Sbbf, Segmented, SegmentedXxh3, segmented,
+    Bloomfilter, Classic, Fastbloom, Filter, Sbbf, Segmented, SegmentedSplit, SegmentedSplitXxh3,
+    SegmentedXxh3, segmented_with,
 };
 use url_dedup_benches::{env_usize, median, rates, sizes_or, urls};
 use url_dedup_bloom::hash::{ItemHasher, SipHash13, Xxh3};
-use url_dedup_segmented::SegmentedBloomFilter;
+use url_dedup_segmented::{Placement, SegmentedBloomFilter};
 
 const BATCH: usize = 1024;
 const OPS: [&str; 3] = ["insert", "hit", "miss"];
@@ -90,16 +94,17 @@ fn single<'k, F: Filter + 'k>(
 
 fn batch<'k, H: ItemHasher + 'k>(
     name: &str,
+    placement: Placement,
     n: usize,
     p: f64,
     present: &'k [String],
     absent: &'k [String],
 ) -> Contender<'k> {
-    let full: SegmentedBloomFilter<H> = segmented(n, p);
+    let full: SegmentedBloomFilter<H> = segmented_with(n, p, placement);
     present.chunks(BATCH).for_each(|c| {
         full.check_and_insert_batch(c);
     });
-    let mut filling: SegmentedBloomFilter<H> = segmented(n, p);
+    let mut filling: SegmentedBloomFilter<H> = segmented_with(n, p, placement);
     let mut filled = 0usize;
     Contender {
         name: format!("{name} batch"),
@@ -152,16 +157,40 @@ fn main() {
             println!(
                 "\n## n = {label}, p = {p}: {rounds} interleaved rounds of {window} operations"
             );
+            let (scattered, split) = (Placement::Scattered, Placement::Split);
             let mut all: Vec<Contender> = vec![
                 single::<Classic>(n, p, &present, &absent),
                 single::<Segmented>(n, p, &present, &absent),
-                batch::<SipHash13>("url-dedup-segmented", n, p, &present, &absent),
+                batch::<SipHash13>("url-dedup-segmented", scattered, n, p, &present, &absent),
                 single::<SegmentedXxh3>(n, p, &present, &absent),
-                batch::<Xxh3>("url-dedup-segmented xxh3", n, p, &present, &absent),
+                batch::<Xxh3>(
+                    "url-dedup-segmented xxh3",
+                    scattered,
+                    n,
+                    p,
+                    &present,
+                    &absent,
+                ),
+                single::<SegmentedSplit>(n, p, &present, &absent),
+                batch::<SipHash13>("url-dedup-segmented split", split, n, p, &present, &absent),
+                single::<SegmentedSplitXxh3>(n, p, &present, &absent),
+                batch::<Xxh3>(
+                    "url-dedup-segmented split xxh3",
+                    split,
+                    n,
+                    p,
+                    &present,
+                    &absent,
+                ),
                 single::<Fastbloom>(n, p, &present, &absent),
                 single::<Bloomfilter>(n, p, &present, &absent),
                 single::<Sbbf>(n, p, &present, &absent),
             ];
+            // `URL_DEDUP_BENCH_ONLY=sbbf,split` keeps the contenders whose names contain one of
+            // the comma-separated words.
+            if let Ok(only) = std::env::var("URL_DEDUP_BENCH_ONLY") {
+                all.retain(|c| only.split(',').any(|w| c.name.contains(w.trim())));
+            }
             // ns[contender][op][round]
             let mut ns = vec![vec![Vec::with_capacity(rounds); OPS.len()]; all.len()];
             for round in 0..rounds {
@@ -203,6 +232,10 @@ fn main() {
                 "url-dedup-segmented batch",
                 "url-dedup-segmented xxh3",
                 "url-dedup-segmented xxh3 batch",
+                "url-dedup-segmented split",
+                "url-dedup-segmented split batch",
+                "url-dedup-segmented split xxh3",
+                "url-dedup-segmented split xxh3 batch",
             ];
             let peers = [Fastbloom::NAME, Bloomfilter::NAME, Sbbf::NAME];
             let index = |name: &str| all.iter().position(|c| c.name == name);

@@ -23,20 +23,13 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use url_dedup_bloom::BloomFilter;
-use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
+use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13, mix64 as splitmix};
 use url_dedup_partition::{
     BloomShardParams, Change, NodeId, PartitionTable, RouteKey, Shard, ShardedFilter, Verdict,
 };
 
 const KEY: HashKey = HashKey::from_bytes(*b"bench-partition!");
 const HOSTS: usize = 1_000_000;
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 fn hosts(count: usize) -> Vec<String> {
     (0..count)

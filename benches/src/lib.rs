@@ -21,10 +21,7 @@ pub fn urls(count: usize, seed: u64) -> Vec<String> {
     let mut next = move || {
         // splitmix64: fast, deterministic, and good enough to vary URL parts.
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        url_dedup_bloom::hash::mix64(state)
     };
     const SECTIONS: [&str; 8] = [
         "news",

@@ -5,7 +5,7 @@
 //! name says otherwise, sized by its own constructor for the same `(n, p)`.
 
 use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13, Xxh3};
-use url_dedup_segmented::SegmentedBloomFilter;
+use url_dedup_segmented::{Placement, SegmentedBloomFilter};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// A filter as the single-item benchmarks see it: `insert` takes `&mut self`, as it does for
@@ -43,9 +43,32 @@ pub trait Filter {
 /// assert_eq!(f.segment_bits(), 512);
 /// ```
 pub fn segmented<H: ItemHasher>(n: usize, p: f64) -> SegmentedBloomFilter<H> {
+    segmented_with(n, p, Placement::Scattered)
+}
+
+/// [`segmented`] with the bits of each item placed as `placement` says.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_segmented::Placement;
+///
+/// let f = url_dedup_benches::peers::segmented_with::<url_dedup_bloom::Xxh3>(
+///     1_000,
+///     0.01,
+///     Placement::Split,
+/// );
+/// assert_eq!(f.layout().placement(), Placement::Split);
+/// ```
+pub fn segmented_with<H: ItemHasher>(
+    n: usize,
+    p: f64,
+    placement: Placement,
+) -> SegmentedBloomFilter<H> {
     SegmentedBloomFilter::builder()
         .expected_items(n as u64)
         .false_positive_rate(p)
+        .placement(placement)
         .hasher(H::from_key(HashKey::random()))
         .build()
         .expect("valid parameters")
@@ -62,9 +85,11 @@ macro_rules! adapter {
             fn new($n: usize, $p: f64) -> Self {
                 Self($new)
             }
+            #[inline]
             fn insert(&mut self, key: &str) {
                 self.0.$insert(key);
             }
+            #[inline]
             fn contains(&self, key: &str) -> bool {
                 self.0.$contains(key)
             }
@@ -129,6 +154,31 @@ adapter!(
     /// ```
     SegmentedXxh3(SegmentedBloomFilter<Xxh3>), "url-dedup-segmented xxh3",
     |n, p| segmented(n, p),
+    insert: check_and_insert_mut, contains: contains, bits: |f| f.bits()
+);
+
+adapter!(
+    /// Our segmented filter, split placement (eight 64-bit lanes per 512-bit segment, AVX2 when
+    /// the CPU has it), keyed SipHash-1-3-128.
+    ///
+    /// ```
+    /// use url_dedup_benches::peers::{Filter, SegmentedSplit};
+    /// assert!(SegmentedSplit::new(100, 0.01).bits() > 0);
+    /// ```
+    SegmentedSplit(SegmentedBloomFilter<SipHash13>), "url-dedup-segmented split",
+    |n, p| segmented_with(n, p, Placement::Split),
+    insert: check_and_insert_mut, contains: contains, bits: |f| f.bits()
+);
+
+adapter!(
+    /// Our segmented filter, split placement, seeded XXH3-128.
+    ///
+    /// ```
+    /// use url_dedup_benches::peers::{Filter, SegmentedSplitXxh3};
+    /// assert!(SegmentedSplitXxh3::new(100, 0.01).bits() > 0);
+    /// ```
+    SegmentedSplitXxh3(SegmentedBloomFilter<Xxh3>), "url-dedup-segmented split xxh3",
+    |n, p| segmented_with(n, p, Placement::Split),
     insert: check_and_insert_mut, contains: contains, bits: |f| f.bits()
 );
 
@@ -204,9 +254,11 @@ impl Filter for Sbbf {
             buckets * 256,
         )
     }
+    #[inline]
     fn insert(&mut self, key: &str) {
         self.0.insert_hash(xxh3_64(key.as_bytes()));
     }
+    #[inline]
     fn contains(&self, key: &str) -> bool {
         self.0.contains_hash(xxh3_64(key.as_bytes()))
     }

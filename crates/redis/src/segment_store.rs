@@ -8,7 +8,8 @@ use std::time::Duration;
 use redis::{Client, Connection, RedisError};
 use url_dedup_bloom::hash::{HashAlgorithm, HashKey, ItemHasher};
 use url_dedup_segmented::{
-    Layout, MAX_SEGMENT_BITS, MemoryStore, Probe, SegmentStore, SegmentedBloomFilter, bit_order,
+    Layout, MAX_SEGMENT_BITS, MemoryStore, Placement, Probe, SegmentStore, SegmentedBloomFilter,
+    bit_order,
 };
 
 use crate::error::{Error, Result};
@@ -207,6 +208,7 @@ impl Meta {
             ("segments", self.layout.segments().to_string()),
             ("segment_bits", self.layout.segment_bits().to_string()),
             ("hashes", self.layout.hashes().to_string()),
+            ("placement", self.layout.placement().code().to_string()),
             ("segments_per_key", self.segments_per_key.to_string()),
             ("algorithm", self.algorithm.0.to_string()),
             ("key", hex(&self.key.to_bytes())),
@@ -234,10 +236,19 @@ impl Meta {
                 expected: META_VERSION.to_string(),
             });
         }
-        let layout = Layout::new(
+        // Metadata written before placements existed has none: those filters are scattered.
+        let placement = match fields.iter().any(|(f, _)| f == "placement") {
+            false => Placement::Scattered,
+            true => u16::try_from(num("placement")?)
+                .ok()
+                .and_then(Placement::from_code)
+                .ok_or_else(|| corrupt(key, "unknown bit placement"))?,
+        };
+        let layout = Layout::with_placement(
             num("segments")?,
             num("segment_bits")?,
             u32::try_from(num("hashes")?).map_err(|_| corrupt(key, "hashes out of range"))?,
+            placement,
         )
         .map_err(|e| corrupt(key, e.to_string()))?;
         let algorithm = HashAlgorithm(
@@ -260,7 +271,7 @@ impl Meta {
 
     /// The first field where `self` (ours) and `stored` disagree.
     fn check_against(&self, stored: &Self) -> Result<()> {
-        let pairs: [(&'static str, String, String); 6] = [
+        let pairs: [(&'static str, String, String); 7] = [
             (
                 "segments",
                 stored.layout.segments().to_string(),
@@ -275,6 +286,11 @@ impl Meta {
                 "hashes",
                 stored.layout.hashes().to_string(),
                 self.layout.hashes().to_string(),
+            ),
+            (
+                "placement",
+                format!("{:?}", stored.layout.placement()),
+                format!("{:?}", self.layout.placement()),
             ),
             (
                 "segments_per_key",

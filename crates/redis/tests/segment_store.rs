@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use url_dedup_bloom::{HashKey, SipHash13, Xxh3};
 use url_dedup_redis::testing::RedisServer;
 use url_dedup_redis::{Error, RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
-use url_dedup_segmented::{Layout, MemoryStore, SegmentedBloomFilter};
+use url_dedup_segmented::{Layout, MemoryStore, Placement, SegmentedBloomFilter};
 
 const KEY: HashKey = HashKey::from_bytes(*b"segment-store-ky");
 
@@ -230,6 +230,25 @@ fn parameter_mismatch_is_an_error() {
             err,
             Error::Mismatch {
                 field: "hashes",
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    // Same size and hash count, other placement: other bits, so it is refused too.
+    let scattered = Layout::new(64, 4096, 4).unwrap();
+    let split = Layout::with_placement(64, 4096, 4, Placement::Split).unwrap();
+    RedisSegmentStore::create::<SipHash13>(&url, StoreOptions::new("q"), scattered, KEY, 1_000)
+        .unwrap();
+    let err =
+        RedisSegmentStore::create::<SipHash13>(&url, StoreOptions::new("q"), split, KEY, 1_000)
+            .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                field: "placement",
                 ..
             }
         ),
@@ -455,11 +474,18 @@ proptest! {
     fn agrees_with_memory(
         items in prop::collection::vec(0u32..400, 1..300),
         optimistic: bool,
+        split: bool,
         segments_per_key in 1u64..5,
         case in any::<u64>(),
     ) {
         let Some((_, url)) = shared_server() else { return Ok(()) };
-        let layout = Layout::new(6, 512, 5).unwrap();
+        // A split layout of eight 64-bit lanes is the one the in-memory store computes with
+        // vector instructions; Redis must set the very same bits from `Layout::offsets`.
+        let layout = if split {
+            Layout::with_placement(6, 512, 8, Placement::Split).unwrap()
+        } else {
+            Layout::new(6, 512, 5).unwrap()
+        };
         let items: Vec<String> = items.iter().map(|i| format!("u{i}")).collect();
         let hasher = SipHash13::new(KEY);
         let options = StoreOptions {
@@ -509,10 +535,19 @@ fn known_bits_change_no_answer() {
     let url = server.url();
     for (layout, pool) in [
         (Layout::new(8, 512, 4).unwrap(), 900),
+        (
+            Layout::with_placement(8, 512, 8, Placement::Split).unwrap(),
+            900,
+        ),
         (RedisSegmentStore::layout_for(3_000, 0.01).unwrap(), 4_000),
     ] {
         let hasher = SipHash13::new(KEY);
-        let prefix = format!("known{}", layout.bits());
+        let prefix = format!(
+            "known{}-{}-{:?}",
+            layout.bits(),
+            layout.hashes(),
+            layout.placement()
+        );
         let cached = RedisSegmentStore::create_filter(
             &url,
             StoreOptions {

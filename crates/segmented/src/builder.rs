@@ -1,14 +1,15 @@
 use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
 
 use crate::layout::DEFAULT_SEGMENT_BITS;
-use crate::{Error, Layout, MemoryStore, SegmentStore, SegmentedBloomFilter};
+use crate::{Error, Layout, MemoryStore, Placement, SegmentStore, SegmentedBloomFilter};
 
 /// Configures a [`SegmentedBloomFilter`].
 ///
 /// Give [`expected_items`](Self::expected_items) and
 /// [`false_positive_rate`](Self::false_positive_rate) (1% if not set); the builder sizes the
-/// filter with [`Layout::for_items`] for the [`segment_bits`](Self::segment_bits) chosen (one
-/// 512-bit cache line unless set). Or fix the geometry with [`layout`](Self::layout). The hasher
+/// filter with [`Layout::for_items_with`] for the [`segment_bits`](Self::segment_bits) (one
+/// 512-bit cache line unless set) and [`placement`](Self::placement) (scattered unless set)
+/// chosen. Or fix the geometry with [`layout`](Self::layout). The hasher
 /// is keyed SipHash-1-3 with a random key unless [`key`](Self::key) or
 /// [`hasher`](Self::hasher) says otherwise.
 ///
@@ -39,6 +40,7 @@ pub struct Builder<H = SipHash13> {
     expected_items: Option<u64>,
     fpr: f64,
     segment_bits: u64,
+    placement: Placement,
     layout: Option<Layout>,
     hasher: Option<H>,
 }
@@ -49,6 +51,7 @@ impl Default for Builder<SipHash13> {
             expected_items: None,
             fpr: 0.01,
             segment_bits: DEFAULT_SEGMENT_BITS,
+            placement: Placement::Scattered,
             layout: None,
             hasher: None,
         }
@@ -106,6 +109,28 @@ impl<H: ItemHasher> Builder<H> {
         self
     }
 
+    /// Where an item's bits go inside its segment (default [`Placement::Scattered`]).
+    /// [`Placement::Split`] with the default 512-bit segments is the fastest layout in memory,
+    /// for a few percent more bits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Placement, SegmentedBloomFilter};
+    ///
+    /// let f = SegmentedBloomFilter::builder()
+    ///     .expected_items(100_000)
+    ///     .placement(Placement::Split)
+    ///     .build()?;
+    /// assert_eq!(f.layout().placement(), Placement::Split);
+    /// assert!(f.layout().false_positive_rate(100_000) <= 0.01);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
     /// An explicit geometry, overriding the sizing from items, rate and segment size.
     ///
     /// # Examples
@@ -159,6 +184,7 @@ impl<H: ItemHasher> Builder<H> {
             expected_items: self.expected_items,
             fpr: self.fpr,
             segment_bits: self.segment_bits,
+            placement: self.placement,
             layout: self.layout,
             hasher: Some(hasher),
         }
@@ -185,7 +211,7 @@ impl<H: ItemHasher> Builder<H> {
         let items = self.expected_items.ok_or(Error::InvalidParameters(
             "set expected_items or an explicit layout",
         ))?;
-        Layout::for_items(items, self.fpr, self.segment_bits)
+        Layout::for_items_with(items, self.fpr, self.segment_bits, self.placement)
     }
 
     /// Builds an in-memory filter.

@@ -405,9 +405,26 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     /// assert!(f.contains("https://example.com/"));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn check_and_insert_mut(&mut self, item: impl AsRef<[u8]>) -> bool {
-        let probe = self.layout.probe(self.hasher.hash(item.as_ref()));
+        let digest = self.hasher.hash(item.as_ref());
+        self.check_and_insert_digest_mut(digest)
+    }
+
+    /// [`check_and_insert_mut`](Self::check_and_insert_mut) for a precomputed [`Digest`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_segmented::SegmentedBloomFilter::builder().expected_items(10).build()?;
+    /// let digest = f.hash("a");
+    /// assert!(f.check_and_insert_digest_mut(digest));
+    /// assert!(!f.check_and_insert_digest_mut(digest));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn check_and_insert_digest_mut(&mut self, digest: Digest) -> bool {
+        let probe = self.layout.probe(digest);
         self.store.check_and_insert_mut(probe)
     }
 
@@ -422,7 +439,7 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     /// assert!(!f.contains("b"));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn contains(&self, item: impl AsRef<[u8]>) -> bool {
         self.contains_digest(self.hasher.hash(item.as_ref()))
     }
@@ -436,7 +453,7 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     /// assert!(!f.contains_digest(f.hash("a")));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn contains_digest(&self, digest: Digest) -> bool {
         self.store.contains(self.layout.probe(digest))
     }

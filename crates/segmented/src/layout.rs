@@ -4,8 +4,10 @@
 //! the in-memory one here, a Redis store on another machine — sets exactly the same bits for
 //! the same item.
 
-use url_dedup_bloom::hash::{Digest, reduce};
-use url_dedup_bloom::sizing::{MAX_HASHES, Sizing, blocked_false_positive_rate};
+use url_dedup_bloom::hash::{Digest, mix64, reduce};
+use url_dedup_bloom::sizing::{
+    MAX_HASHES, MIN_LANE_BITS, Sizing, blocked_false_positive_rate, split_false_positive_rate,
+};
 
 use crate::Error;
 
@@ -16,8 +18,72 @@ pub const DEFAULT_SEGMENT_BITS: u64 = 512;
 /// The largest segment: 512 MiB, the largest string Redis stores.
 pub const MAX_SEGMENT_BITS: u64 = 1 << 32;
 
-/// SplitMix64's increment (the golden ratio), added before each remix.
-const STEP: u64 = 0x9e37_79b9_7f4a_7c15;
+/// Where an item's bits go inside its segment.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_segmented::{Layout, Placement};
+///
+/// let scattered = Layout::for_items(10_000_000, 0.01, 512)?;
+/// let split = Layout::for_items_with(10_000_000, 0.01, 512, Placement::Split)?;
+/// assert_eq!(scattered.placement(), Placement::Scattered);
+/// assert_eq!((split.placement(), split.hashes()), (Placement::Split, 8));
+/// // Split costs a few percent more memory for the same rate.
+/// assert!(split.bits() > scattered.bits());
+/// # Ok::<(), url_dedup_segmented::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Placement {
+    /// Each of the item's `hashes` bits may be any bit of the segment (a blocked Bloom
+    /// filter). The fewest bits for a given rate; the default.
+    #[default]
+    Scattered,
+    /// The segment is cut into `hashes` equal lanes and the item sets one bit in each (a
+    /// *split-block* filter, the layout of Parquet's and Impala's filters). `hashes` is a power
+    /// of two. With eight 64-bit lanes in a 512-bit segment, an item's whole bit pattern is a
+    /// handful of vector instructions, which makes this the fastest in-memory layout, for about
+    /// 5% more bits than [`Scattered`](Self::Scattered) at 1%.
+    Split,
+}
+
+impl Placement {
+    /// The number that stands for this placement in snapshots and in Redis metadata.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::Placement;
+    ///
+    /// assert_eq!(Placement::Scattered.code(), 0);
+    /// assert_eq!(Placement::from_code(Placement::Split.code()), Some(Placement::Split));
+    /// assert_eq!(Placement::from_code(9), None);
+    /// ```
+    pub fn code(self) -> u16 {
+        match self {
+            Self::Scattered => 0,
+            Self::Split => 1,
+        }
+    }
+
+    /// The placement a [`code`](Self::code) stands for, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::Placement;
+    ///
+    /// assert_eq!(Placement::from_code(0), Some(Placement::Scattered));
+    /// ```
+    pub fn from_code(code: u16) -> Option<Self> {
+        match code {
+            0 => Some(Self::Scattered),
+            1 => Some(Self::Split),
+            _ => None,
+        }
+    }
+}
 
 /// The geometry of a segmented filter: `segments` segments of `segment_bits` bits each, and
 /// `hashes` bits per item, all inside the item's one segment.
@@ -47,7 +113,8 @@ pub struct Layout {
     segments: u64,
     segment_bits: u64,
     hashes: u32,
-    /// `log2(segment_bits)`: bits per offset.
+    placement: Placement,
+    /// Bits per offset: `log2(segment_bits)` when scattered, `log2(lane bits)` when split.
     width: u32,
 }
 
@@ -58,13 +125,16 @@ struct RawLayout {
     segments: u64,
     segment_bits: u64,
     hashes: u32,
+    /// Absent in layouts written before placements existed: those are scattered.
+    #[serde(default)]
+    placement: Placement,
 }
 
 #[cfg(feature = "serde")]
 impl TryFrom<RawLayout> for Layout {
     type Error = Error;
     fn try_from(r: RawLayout) -> Result<Self, Error> {
-        Layout::new(r.segments, r.segment_bits, r.hashes)
+        Layout::with_placement(r.segments, r.segment_bits, r.hashes, r.placement)
     }
 }
 
@@ -75,12 +145,13 @@ impl From<Layout> for RawLayout {
             segments: l.segments,
             segment_bits: l.segment_bits,
             hashes: l.hashes,
+            placement: l.placement,
         }
     }
 }
 
 impl Layout {
-    /// A layout of explicit size.
+    /// A [scattered](Placement::Scattered) layout of explicit size.
     ///
     /// # Errors
     ///
@@ -99,6 +170,33 @@ impl Layout {
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
     pub fn new(segments: u64, segment_bits: u64, hashes: u32) -> Result<Self, Error> {
+        Self::with_placement(segments, segment_bits, hashes, Placement::Scattered)
+    }
+
+    /// A layout of explicit size and placement.
+    ///
+    /// # Errors
+    ///
+    /// As [`Layout::new`]; for [`Placement::Split`] also when `hashes` is not a power of two or
+    /// leaves lanes narrower than 8 bits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, Placement};
+    ///
+    /// let l = Layout::with_placement(1_000, 512, 8, Placement::Split)?;
+    /// assert_eq!(l.placement(), Placement::Split);
+    /// assert!(Layout::with_placement(1_000, 512, 7, Placement::Split).is_err());
+    /// assert!(Layout::with_placement(1_000, 512, 128, Placement::Split).is_err());
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn with_placement(
+        segments: u64,
+        segment_bits: u64,
+        hashes: u32,
+        placement: Placement,
+    ) -> Result<Self, Error> {
         check_segment_bits(segment_bits)?;
         if segments == 0 {
             return Err(Error::InvalidParameters(
@@ -111,16 +209,29 @@ impl Layout {
         if segments.checked_mul(segment_bits).is_none() {
             return Err(Error::InvalidParameters("filter would exceed 2^64 bits"));
         }
+        let width = match placement {
+            Placement::Scattered => segment_bits.trailing_zeros(),
+            Placement::Split => {
+                if !hashes.is_power_of_two() || segment_bits / u64::from(hashes) < MIN_LANE_BITS {
+                    return Err(Error::InvalidParameters(
+                        "a split layout needs a power-of-two hash count and lanes of 8+ bits",
+                    ));
+                }
+                (segment_bits / u64::from(hashes)).trailing_zeros()
+            }
+        };
         Ok(Self {
             segments,
             segment_bits,
             hashes,
-            width: segment_bits.trailing_zeros(),
+            placement,
+            width,
         })
     }
 
-    /// The smallest layout of `segment_bits`-bit segments that holds `items` items at a
-    /// false-positive rate of at most `fpr`, with the number of hashes that minimises the rate.
+    /// The smallest [scattered](Placement::Scattered) layout of `segment_bits`-bit segments
+    /// that holds `items` items at a false-positive rate of at most `fpr`, with the number of
+    /// hashes that minimises the rate.
     ///
     /// Uses [`Sizing::blocked`], which accounts for the uneven load of segments (a Poisson
     /// mixture), so a blocked filter gets the few extra bits it needs over a classic one.
@@ -141,9 +252,58 @@ impl Layout {
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
     pub fn for_items(items: u64, fpr: f64, segment_bits: u64) -> Result<Self, Error> {
+        Self::for_items_with(items, fpr, segment_bits, Placement::Scattered)
+    }
+
+    /// [`Layout::for_items`] for a given placement; a split layout is sized by
+    /// [`Sizing::split`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Layout::for_items`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, Placement};
+    ///
+    /// let l = Layout::for_items_with(1_000_000, 0.01, 512, Placement::Split)?;
+    /// assert!(l.false_positive_rate(1_000_000) <= 0.01);
+    /// assert!(l.bits() as f64 / 1e6 < 10.6);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn for_items_with(
+        items: u64,
+        fpr: f64,
+        segment_bits: u64,
+        placement: Placement,
+    ) -> Result<Self, Error> {
         check_segment_bits(segment_bits)?;
-        let sizing = Sizing::blocked(items, fpr, segment_bits)?;
-        Self::new(sizing.bits / segment_bits, segment_bits, sizing.hashes)
+        let sizing = match placement {
+            Placement::Scattered => Sizing::blocked(items, fpr, segment_bits)?,
+            Placement::Split => Sizing::split(items, fpr, segment_bits)?,
+        };
+        Self::with_placement(
+            sizing.bits / segment_bits,
+            segment_bits,
+            sizing.hashes,
+            placement,
+        )
+    }
+
+    /// Where an item's bits go inside its segment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, Placement};
+    ///
+    /// assert_eq!(Layout::new(3, 64, 2)?.placement(), Placement::Scattered);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline]
+    pub fn placement(&self) -> Placement {
+        self.placement
     }
 
     /// Number of segments.
@@ -263,12 +423,17 @@ impl Layout {
     /// The `hashes` bit offsets of a probe inside its segment, in `0..segment_bits`, numbered
     /// as Redis numbers bits (see [`bit_order`](crate::bit_order)).
     ///
-    /// The offsets are consecutive `log2(segment_bits)`-bit slices of `seed`, most significant
-    /// first (seven 9-bit offsets for a 512-bit segment). When a slice no longer fits in the bits
-    /// left, the next 64 bits come from the SplitMix64 finalizer of the previous value. Slices
-    /// of a uniform hash are independent and uniform, and unlike a chain of multiplies they do
-    /// not wait on each other. Offsets of one item may coincide; the sizing's Poisson model
-    /// counts that.
+    /// The offsets come from consecutive slices of `seed`, most significant first. When a slice
+    /// no longer fits in the bits left, the next 64 bits come from the SplitMix64 finalizer of
+    /// the previous value. Slices of a uniform hash are independent and uniform, and unlike a
+    /// chain of multiplies they do not wait on each other.
+    ///
+    /// * [`Placement::Scattered`]: each slice is `log2(segment_bits)` bits wide and is the
+    ///   offset (seven 9-bit offsets for a 512-bit segment). Offsets of one item may coincide;
+    ///   the sizing's Poisson model counts that.
+    /// * [`Placement::Split`]: slice `i` is `log2(lane bits)` wide and picks the bit of lane
+    ///   `i`, so offset `i` is `i * lane_bits + slice` (eight 6-bit slices for eight 64-bit
+    ///   lanes).
     ///
     /// # Examples
     ///
@@ -289,6 +454,11 @@ impl Layout {
             avail: 64,
             width: self.width,
             left: self.hashes,
+            lane: 0,
+            stride: match self.placement {
+                Placement::Scattered => 0,
+                Placement::Split => 1 << self.width,
+            },
         }
     }
 
@@ -307,11 +477,15 @@ impl Layout {
         if items == 0 {
             return 0.0;
         }
-        blocked_false_positive_rate(
-            self.segment_bits,
-            self.bits() as f64 / items as f64,
-            self.hashes,
-        )
+        let bits_per_item = self.bits() as f64 / items as f64;
+        match self.placement {
+            Placement::Scattered => {
+                blocked_false_positive_rate(self.segment_bits, bits_per_item, self.hashes)
+            }
+            Placement::Split => {
+                split_false_positive_rate(self.segment_bits, bits_per_item, self.hashes)
+            }
+        }
     }
 }
 
@@ -372,9 +546,13 @@ pub struct Offsets {
     x: u64,
     /// How many bits of `x` are unused.
     avail: u32,
-    /// Bits per offset, `log2(segment_bits)`.
+    /// Bits per slice.
     width: u32,
     left: u32,
+    /// Where the current lane starts (always 0 when scattered).
+    lane: u64,
+    /// Bits per lane when split, 0 when scattered.
+    stride: u64,
 }
 
 impl Iterator for Offsets {
@@ -391,10 +569,11 @@ impl Iterator for Offsets {
             self.x = self.word;
             self.avail = 64;
         }
-        let offset = self.x >> (64 - self.width);
+        let offset = self.lane + (self.x >> (64 - self.width));
         // `width` is at most 32, so the shift is in range.
         self.x <<= self.width;
         self.avail -= self.width;
+        self.lane += self.stride;
         Some(offset)
     }
 
@@ -404,8 +583,8 @@ impl Iterator for Offsets {
     }
 }
 
-/// Folds `f` over the offsets of an item with seed `seed` in a 512-bit segment of a layout with
-/// `hashes` bits per item: the same offsets, in the same order, as [`Layout::offsets`] gives for
+/// Folds `f` over the offsets of an item with seed `seed` in a 512-bit scattered segment of a
+/// layout with `hashes` bits per item: the same offsets, in the same order, as [`Layout::offsets`] gives for
 /// 512-bit segments.
 ///
 /// The usual values of `hashes` go to copies where both the count and the 9-bit offset width
@@ -435,6 +614,8 @@ pub(crate) fn fold_line_offsets<A>(
         avail: 64,
         width: LINE_WIDTH,
         left: hashes,
+        lane: 0,
+        stride: 0,
     }
     .fold(init, f)
 }
@@ -460,14 +641,11 @@ fn line_offsets<const K: usize>(seed: u64) -> [u64; K] {
     out
 }
 
-/// SplitMix64's step and finalizer: 64 fresh, well-mixed bits from the previous word (only needed when
-/// an item has more offsets than one 64-bit seed holds, e.g. more than 7 in a 512-bit segment).
+/// 64 fresh, well-mixed bits from the previous word (only needed when an item has more offsets
+/// than one 64-bit seed holds, e.g. more than 7 in a 512-bit segment).
 #[inline]
 fn remix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(STEP);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    mix64(x)
 }
 
 impl ExactSizeIterator for Offsets {}
@@ -514,6 +692,26 @@ mod tests {
         // 160,000 draws over 512 bits: 312.5 expected per bit, sd ~17.7.
         let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
         assert!(*min > 220 && *max < 410, "min {min} max {max}");
+    }
+
+    #[test]
+    fn split_offsets_put_one_bit_in_each_lane() {
+        for (bits, hashes) in [(512u64, 8u32), (512, 16), (512, 64), (1 << 20, 8), (64, 8)] {
+            let l = Layout::with_placement(3, bits, hashes, Placement::Split).unwrap();
+            let lane = bits / u64::from(hashes);
+            for seed in [0u64, u64::MAX, 0xdead_beef_cafe_f00d] {
+                let offsets: Vec<u64> = l.offsets(Probe { segment: 0, seed }).collect();
+                assert_eq!(offsets.len(), hashes as usize);
+                for (i, o) in offsets.iter().enumerate() {
+                    assert_eq!(o / lane, i as u64, "{bits}/{hashes}: offset {o}");
+                }
+            }
+        }
+        // Eight 64-bit lanes take the seed's top 48 bits, 6 at a time.
+        let l = Layout::with_placement(1, 512, 8, Placement::Split).unwrap();
+        let seed = 0b000001_000010_000011_000100_000101_000110_000111_001000u64 << 16;
+        let offsets: Vec<u64> = l.offsets(Probe { segment: 0, seed }).collect();
+        assert_eq!(offsets, [1, 66, 131, 196, 261, 326, 391, 456]);
     }
 
     #[test]

@@ -122,6 +122,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+mod arch;
 mod batch;
 pub mod bit_order;
 mod builder;
@@ -130,7 +131,6 @@ mod filter;
 mod layout;
 mod memory;
 mod persist;
-mod prefetch;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod store;
@@ -140,7 +140,7 @@ pub use builder::Builder;
 pub use error::Error;
 pub use filter::SegmentedBloomFilter;
 pub use layout::{
-    DEFAULT_SEGMENT_BITS, Layout, MAX_SEGMENT_BITS, MIN_SEGMENT_BITS, Offsets, Probe,
+    DEFAULT_SEGMENT_BITS, Layout, MAX_SEGMENT_BITS, MIN_SEGMENT_BITS, Offsets, Placement, Probe,
 };
 pub use memory::MemoryStore;
 pub use store::SegmentStore;

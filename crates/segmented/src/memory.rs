@@ -4,9 +4,10 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::arch::{self, Avx2};
 use crate::layout::fold_line_offsets;
 use crate::stripes::Stripes;
-use crate::{Error, Layout, Probe, SegmentStore, bit_order};
+use crate::{Error, Layout, Placement, Probe, SegmentStore, bit_order};
 
 /// Segments in memory, shared between threads by `&self`.
 ///
@@ -41,6 +42,42 @@ pub struct MemoryStore {
     segment_words: usize,
     stripes: Stripes,
     dirty: Box<[AtomicU64]>,
+    kernel: Kernel,
+}
+
+/// How a store tests and sets an item's bits, chosen once from its layout and the CPU.
+#[derive(Clone, Copy, Debug)]
+enum Kernel {
+    /// Eight 64-bit lanes of a 512-bit segment, vector masks (the CPU has AVX2).
+    SplitLineAvx2(Avx2),
+    /// Eight 64-bit lanes of a 512-bit segment, scalar masks.
+    SplitLine,
+    /// Scattered bits in a 512-bit segment: one cache line, unrolled offsets.
+    Line,
+    /// Any other layout: the layout's offsets, one at a time.
+    General,
+}
+
+impl Kernel {
+    fn for_layout(layout: &Layout) -> Self {
+        match (layout.placement(), layout.segment_bits(), layout.hashes()) {
+            (Placement::Split, 512, 8) => {
+                Avx2::detect().map_or(Self::SplitLine, Self::SplitLineAvx2)
+            }
+            (Placement::Scattered, 512, _) => Self::Line,
+            _ => Self::General,
+        }
+    }
+
+    /// The AVX2 token of a split-line kernel (`None`: scalar).
+    #[inline(always)]
+    fn split_line(self) -> Option<Option<Avx2>> {
+        match self {
+            Self::SplitLineAvx2(token) => Some(Some(token)),
+            Self::SplitLine => Some(None),
+            _ => None,
+        }
+    }
 }
 
 impl MemoryStore {
@@ -90,6 +127,7 @@ impl MemoryStore {
             segment_words,
             stripes: Stripes::for_this_machine(),
             dirty: dirty.into_boxed_slice(),
+            kernel: Kernel::for_layout(&layout),
         })
     }
 
@@ -124,6 +162,23 @@ impl MemoryStore {
         self.storage.get_mut(range).unwrap_or(&mut [])
     }
 
+    /// The segment as one cache line, when segments are 512 bits (`None` when out of range).
+    #[inline(always)]
+    fn line(&self, segment: u64) -> Option<&[AtomicU64; 8]> {
+        let words = self.storage.get(self.base..)?;
+        words.as_chunks::<8>().0.get(usize::try_from(segment).ok()?)
+    }
+
+    /// [`line`](Self::line) for an owner with exclusive access.
+    #[inline(always)]
+    fn line_mut(&mut self, segment: u64) -> Option<&mut [AtomicU64; 8]> {
+        let words = self.storage.get_mut(self.base..)?;
+        words
+            .as_chunks_mut::<8>()
+            .0
+            .get_mut(usize::try_from(segment).ok()?)
+    }
+
     #[inline]
     fn segment_range(&self, segment: u64) -> std::ops::Range<usize> {
         let start = self.base + (segment as usize).wrapping_mul(self.segment_words);
@@ -144,16 +199,29 @@ impl MemoryStore {
     /// assert!(store.contains(p));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn contains(&self, probe: Probe) -> bool {
+        // The split line first and small enough to inline: a single call's cost is mostly how
+        // many instructions it keeps in flight (see `arch`).
+        if let Some(avx2) = self.kernel.split_line() {
+            return self
+                .line(probe.segment)
+                .is_some_and(|line| !arch::split_line_missing(line, probe.seed, avx2));
+        }
+        self.contains_scattered(probe)
+    }
+
+    /// Kept out of line so that [`contains`](Self::contains) stays small enough to inline with
+    /// the split line's fast path; this path's unrolled offsets are large.
+    #[inline(never)]
+    fn contains_scattered(&self, probe: Probe) -> bool {
         let segment = self.segment(probe.segment);
-        if let Ok(line) = <&[AtomicU64; 8]>::try_from(segment) {
-            self.missing_in_line(line, probe.seed) == 0
-        } else {
-            self.layout.offsets(probe).all(|offset| {
+        match (self.kernel, <&[AtomicU64; 8]>::try_from(segment)) {
+            (Kernel::Line, Ok(line)) => self.missing_in_line(line, probe.seed) == 0,
+            _ => self.layout.offsets(probe).all(|offset| {
                 let (w, mask) = bit_order::locate(offset);
                 segment.get(w).is_some_and(|x| x.load(Relaxed) & mask != 0)
-            })
+            }),
         }
     }
 
@@ -174,31 +242,42 @@ impl MemoryStore {
     #[inline]
     pub fn check_and_insert(&self, probe: Probe) -> bool {
         let segment = self.segment(probe.segment);
-        if let Ok(line) = <&[AtomicU64; 8]>::try_from(segment) {
-            if self.missing_in_line(line, probe.seed) == 0 {
-                return false;
-            }
-            let _guard = self.stripes.lock(probe.segment);
-            // Under the lock no other writer touches this segment: test again (another thread
-            // may have inserted the item since the pre-test), then set with plain stores. The
-            // stores are unconditional: rewriting a set bit changes nothing, and a branch per
-            // bit on random data would mispredict half the time.
-            let missing =
+        let missing = match (self.kernel, <&[AtomicU64; 8]>::try_from(segment)) {
+            (Kernel::Line, Ok(line)) => {
+                if self.missing_in_line(line, probe.seed) == 0 {
+                    return false;
+                }
+                let _guard = self.stripes.lock(probe.segment);
+                // Under the lock no other writer touches this segment: test again (another
+                // thread may have inserted the item since the pre-test), then set with plain
+                // stores. The stores are unconditional: rewriting a set bit changes nothing,
+                // and a branch per bit on random data would mispredict half the time.
                 fold_line_offsets(self.layout.hashes(), probe.seed, 0, |missing, offset| {
-                    let word = &line[(offset >> 6) as usize & 7];
-                    let mask = bit_order::mask(offset);
-                    let old = word.load(Relaxed);
-                    word.store(old | mask, Relaxed);
-                    missing | (mask & !old)
-                });
-            if missing == 0 {
-                return false;
+                    set_word(
+                        &line[(offset >> 6) as usize & 7],
+                        bit_order::mask(offset),
+                        missing,
+                    )
+                })
             }
-            self.mark_dirty(probe.segment);
-            true
-        } else {
-            self.check_and_insert_general(segment, probe)
+            (kernel, Ok(line)) if kernel.split_line().is_some() => {
+                let avx2 = kernel.split_line().flatten();
+                if !arch::split_line_missing(line, probe.seed, avx2) {
+                    return false;
+                }
+                let _guard = self.stripes.lock(probe.segment);
+                // As above; each lane's word gets its one bit.
+                line.iter()
+                    .zip(arch::split_line_masks(probe.seed))
+                    .fold(0, |missing, (word, mask)| set_word(word, mask, missing))
+            }
+            _ => return self.check_and_insert_general(segment, probe),
+        };
+        if missing == 0 {
+            return false;
         }
+        self.mark_dirty(probe.segment);
+        true
     }
 
     /// [`check_and_insert`](Self::check_and_insert) for an owner with exclusive access: the
@@ -221,36 +300,67 @@ impl MemoryStore {
     /// assert!(store.contains(probe));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn check_and_insert_mut(&mut self, probe: Probe) -> bool {
-        let (hashes, offsets) = (self.layout.hashes(), self.layout.offsets(probe));
+        if let Some(avx2) = self.kernel.split_line() {
+            let new = self
+                .line_mut(probe.segment)
+                .is_some_and(|line| arch::split_line_insert(line, probe.seed, avx2));
+            if new {
+                self.mark_dirty_mut(probe.segment);
+            }
+            return new;
+        }
+        self.check_and_insert_scattered_mut(probe)
+    }
+
+    /// Out of line for the reason given at [`contains_scattered`](Self::contains_scattered).
+    #[inline(never)]
+    fn check_and_insert_scattered_mut(&mut self, probe: Probe) -> bool {
+        let (hashes, offsets, kernel) = (
+            self.layout.hashes(),
+            self.layout.offsets(probe),
+            self.kernel,
+        );
         let segment = self.segment_mut(probe.segment);
-        let missing = if let Ok(line) = <&mut [AtomicU64; 8]>::try_from(&mut *segment) {
+        let missing = match (kernel, <&mut [AtomicU64; 8]>::try_from(&mut *segment)) {
             // Unconditional stores, as in `check_and_insert`: no branch on loaded data.
-            fold_line_offsets(hashes, probe.seed, 0, |missing, offset| {
-                let word = line[(offset >> 6) as usize & 7].get_mut();
-                let mask = bit_order::mask(offset);
-                let old = *word;
-                *word = old | mask;
-                missing | (mask & !old)
-            })
-        } else {
-            offsets.fold(0, |missing, offset| {
+            (Kernel::Line, Ok(line)) => {
+                fold_line_offsets(hashes, probe.seed, 0, |missing, offset| {
+                    let word = line[(offset >> 6) as usize & 7].get_mut();
+                    let mask = bit_order::mask(offset);
+                    let old = *word;
+                    *word = old | mask;
+                    missing | (mask & !old)
+                })
+            }
+            _ => offsets.fold(0, |missing, offset| {
                 let (w, mask) = bit_order::locate(offset);
                 segment.get_mut(w).map_or(missing, |word| {
                     let old = *word.get_mut();
                     *word.get_mut() = old | mask;
                     missing | (mask & !old)
                 })
-            })
+            }),
         };
         if missing == 0 {
             return false;
         }
-        if let Some(word) = self.dirty.get_mut((probe.segment / 64) as usize) {
-            *word.get_mut() |= 1u64 << (probe.segment % 64);
-        }
+        self.mark_dirty_mut(probe.segment);
         true
+    }
+
+    #[inline(always)]
+    fn mark_dirty_mut(&mut self, segment: u64) {
+        if let Some(word) = self.dirty.get_mut((segment / 64) as usize) {
+            let (word, bit) = (word.get_mut(), 1u64 << (segment % 64));
+            // Test first: a store per insert would take a store-buffer slot that an insert's
+            // cache miss holds until it is served, and the buffer would fill before the
+            // misses could overlap. Once a segment is dirty, inserts only read the word.
+            if *word & bit == 0 {
+                *word |= bit;
+            }
+        }
     }
 
     #[cold]
@@ -280,8 +390,6 @@ impl MemoryStore {
         changed
     }
 
-    /// Asks for a segment's first cache line, so that a later access does not wait for
-    /// memory.
     /// The item's bits that are zero in a one-line segment (zero: all set). Branch-free:
     /// every offset is a load from the same cache line, fetched once.
     #[inline]
@@ -292,10 +400,12 @@ impl MemoryStore {
         })
     }
 
+    /// Asks for a segment's first cache line, so that a later access does not wait for
+    /// memory.
     #[inline]
     pub(crate) fn prefetch(&self, segment: u64) {
         if let Some(word) = self.segment(segment).first() {
-            crate::prefetch::prefetch(word);
+            arch::prefetch(word);
         }
     }
 
@@ -584,6 +694,16 @@ impl SegmentStore for MemoryStore {
     fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<(), Error> {
         MemoryStore::merge_segment(self, segment, words).map(|_| ())
     }
+}
+
+/// ORs `mask` into `word` under the segment's lock (so a plain load and store suffice against
+/// other writers; readers see each word change atomically) and adds the bits that were zero to
+/// `missing`.
+#[inline(always)]
+fn set_word(word: &AtomicU64, mask: u64, missing: u64) -> u64 {
+    let old = word.load(Relaxed);
+    word.store(old | mask, Relaxed);
+    missing | (mask & !old)
 }
 
 /// Probes handed in through the trait may come from anywhere: reject out-of-range segments

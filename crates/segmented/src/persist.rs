@@ -4,8 +4,12 @@
 //! Both kinds share one parameter block:
 //!
 //! ```text
-//! segments u64 | segment_bits u64 | hashes u32 | hash algorithm u16 | key [u8; 16] | expected_items u64
+//! segments u64 | segment_bits u64 | shape u32 | hash algorithm u16 | key [u8; 16] | expected_items u64
 //! ```
+//!
+//! `shape` holds the hash count in its low 16 bits and the [`Placement`] code in its high 16
+//! bits; snapshots written before placements existed hold only the hash count, which reads as
+//! scattered.
 //!
 //! * `Kind::SEGMENTED` (whole filter): then the payload is every word, segment after segment.
 //! * `Kind::SEGMENTS` (some segments): the block continues with `count u64`, and the payload is
@@ -22,7 +26,7 @@ use std::io::{Read, Write};
 use url_dedup_bloom::hash::{HashAlgorithm, HashKey, ItemHasher};
 use url_dedup_bloom::snapshot::{self, Header, Kind, Limits, Params, SnapshotError};
 
-use crate::{Error, Layout, MemoryStore, SegmentedBloomFilter};
+use crate::{Error, Layout, MemoryStore, Placement, SegmentedBloomFilter};
 
 struct Stored {
     layout: Layout,
@@ -35,7 +39,7 @@ fn params<H: ItemHasher>(filter: &SegmentedBloomFilter<H, MemoryStore>) -> Param
     let mut p = Params::new();
     p.put_u64(layout.segments())
         .put_u64(layout.segment_bits())
-        .put_u32(layout.hashes())
+        .put_u32(layout.hashes() | u32::from(layout.placement().code()) << 16)
         .put_u16(H::ALGORITHM.0)
         .put_bytes(&filter.key().to_bytes())
         .put_u64(filter.expected_items());
@@ -47,7 +51,7 @@ fn read_params<H: ItemHasher>(
 ) -> Result<Stored, Error> {
     let segments = r.u64()?;
     let segment_bits = r.u64()?;
-    let hashes = r.u32()?;
+    let shape = r.u32()?;
     let algorithm = HashAlgorithm(r.u16()?);
     let key = HashKey::from_bytes(r.bytes()?);
     let expected_items = r.u64()?;
@@ -56,7 +60,9 @@ fn read_params<H: ItemHasher>(
             "written with a different hash algorithm",
         ));
     }
-    let layout = Layout::new(segments, segment_bits, hashes)
+    let placement = Placement::from_code((shape >> 16) as u16)
+        .ok_or(SnapshotError::InvalidParameters("unknown bit placement"))?;
+    let layout = Layout::with_placement(segments, segment_bits, shape & 0xffff, placement)
         .map_err(|_| SnapshotError::InvalidParameters("invalid segmented filter geometry"))?;
     Ok(Stored {
         layout,

@@ -1,9 +1,9 @@
 //! Damaged, truncated, forged or foreign snapshots and exports: a clear error, never a panic,
 //! and the filter they were imported into is left unchanged.
 
-use url_dedup_bloom::snapshot::{Limits, SnapshotError};
+use url_dedup_bloom::snapshot::{Kind, Limits, SnapshotError};
 use url_dedup_bloom::{HashKey, Xxh3};
-use url_dedup_segmented::{Error, SegmentedBloomFilter};
+use url_dedup_segmented::{Error, Placement, SegmentedBloomFilter};
 
 type Filter = SegmentedBloomFilter<url_dedup_bloom::SipHash13>;
 
@@ -111,38 +111,53 @@ fn bad_export_requests_are_errors() {
     assert!(f.export_segments(&mut out, &[]).is_ok());
 }
 
+/// A snapshot of `kind` for `f`'s geometry and key, with valid checksums, whose parameter block
+/// holds `shape` as its hash-count word, `extra` after the shared fields, and `payload`.
+fn forge(
+    f: &SegmentedBloomFilter,
+    kind: url_dedup_bloom::snapshot::Kind,
+    shape: u32,
+    extra: &[u64],
+    payload: Vec<u64>,
+) -> Vec<u8> {
+    use url_dedup_bloom::snapshot::{self, Params};
+    let layout = f.layout();
+    let mut p = Params::new();
+    p.put_u64(layout.segments())
+        .put_u64(layout.segment_bits())
+        .put_u32(shape)
+        .put_u16(1)
+        .put_bytes(&f.key().to_bytes())
+        .put_u64(f.expected_items());
+    for &word in extra {
+        p.put_u64(word);
+    }
+    let mut out = Vec::new();
+    snapshot::write(
+        &mut out,
+        kind,
+        p.as_bytes(),
+        payload.len() as u64,
+        payload.into_iter(),
+    )
+    .unwrap();
+    out
+}
+
 #[test]
 fn well_checksummed_exports_with_bad_structure_are_rejected() {
     // Exports forged with valid checksums: only the structural checks stand between them and
     // the filter.
-    use url_dedup_bloom::snapshot::{self, Kind, Params};
     let target = filled(9);
     let before = target.to_bytes();
     let layout = target.layout();
     let forge = |count: u64, records: &[(u64, u64)]| {
-        let mut p = Params::new();
-        p.put_u64(layout.segments())
-            .put_u64(layout.segment_bits())
-            .put_u32(layout.hashes())
-            .put_u16(1)
-            .put_bytes(&target.key().to_bytes())
-            .put_u64(target.expected_items())
-            .put_u64(count);
         let mut payload = Vec::new();
         for &(index, fill) in records {
             payload.push(index);
             payload.extend(std::iter::repeat_n(fill, layout.segment_words() as usize));
         }
-        let mut out = Vec::new();
-        snapshot::write(
-            &mut out,
-            Kind::SEGMENTS,
-            p.as_bytes(),
-            payload.len() as u64,
-            payload.into_iter(),
-        )
-        .unwrap();
-        out
+        forge(&target, Kind::SEGMENTS, layout.hashes(), &[count], payload)
     };
     // The forger itself is right: a well-formed export is accepted.
     assert!(filled(9).import_segments(&forge(1, &[(2, 0)])[..]).is_ok());
@@ -154,4 +169,58 @@ fn well_checksummed_exports_with_bad_structure_are_rejected() {
         assert!(target.import_segments(&bad[..]).is_err());
     }
     assert_eq!(target.to_bytes(), before);
+}
+
+#[test]
+fn the_placement_travels_with_snapshots_and_exports() {
+    let split = SegmentedBloomFilter::builder()
+        .expected_items(2_000)
+        .placement(Placement::Split)
+        .key(HashKey::from_bytes([5; 16]))
+        .build()
+        .unwrap();
+    for i in 0..1_000 {
+        split.insert(format!("https://example.com/{i}"));
+    }
+    let back = Filter::from_bytes(&split.to_bytes()).unwrap();
+    assert_eq!(back.layout(), split.layout());
+    assert!((0..1_000).all(|i| back.contains(format!("https://example.com/{i}"))));
+
+    // Segments of a split filter do not mean the same bits in a scattered filter of the same
+    // size and key, so the import is refused and changes nothing.
+    let scattered = SegmentedBloomFilter::builder()
+        .layout(
+            url_dedup_segmented::Layout::new(
+                split.segments(),
+                split.segment_bits(),
+                split.hashes(),
+            )
+            .unwrap(),
+        )
+        .key(split.key())
+        .build()
+        .unwrap();
+    let before = scattered.to_bytes();
+    assert!(matches!(
+        scattered.import_segments(&export(&split)[..]),
+        Err(Error::Incompatible(_))
+    ));
+    assert_eq!(scattered.to_bytes(), before);
+}
+
+#[test]
+fn snapshots_without_a_placement_read_as_scattered_and_unknown_ones_are_refused() {
+    let f = filled(6);
+    let layout = f.layout();
+    let mut words = Vec::new();
+    for s in 0..f.segments() {
+        f.store().read_segment(s, &mut words).unwrap();
+    }
+    // The shape word as written before placements existed (the hash count alone), and with a
+    // placement code nobody knows.
+    let whole = |shape: u32| forge(&f, Kind::SEGMENTED, shape, &[], words.clone());
+    let old = Filter::from_bytes(&whole(layout.hashes())).unwrap();
+    assert_eq!(old.layout(), layout);
+    assert_eq!(old.to_bytes(), f.to_bytes());
+    assert!(Filter::from_bytes(&whole(layout.hashes() | 7 << 16)).is_err());
 }

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use url_dedup_bloom::{HashKey, SipHash13};
-use url_dedup_segmented::{Layout, SegmentedBloomFilter};
+use url_dedup_segmented::{Layout, Placement, SegmentedBloomFilter};
 
 fn urls(n: usize) -> Vec<String> {
     (0..n)
@@ -128,6 +128,22 @@ fn exactly_once_holds_for_small_and_large_segments() {
         let f = filter(20_000, 0.01, segment_bits);
         let counts = admissions(&f, &urls, 4, 0, false);
         check(&f, &urls, &counts);
+    }
+}
+
+#[test]
+fn split_segments_admit_each_url_once() {
+    let urls = urls(40_000);
+    for batch in [false, true] {
+        let f = SegmentedBloomFilter::builder()
+            .expected_items(40_000)
+            .placement(Placement::Split)
+            .key(HashKey::from_bytes([12; 16]))
+            .build()
+            .unwrap();
+        let counts = admissions(&f, &urls, 4, 10_000, batch);
+        let fp = check(&f, &urls, &counts);
+        assert!(fp < urls.len() / 50, "{fp} false positives");
     }
 }
 

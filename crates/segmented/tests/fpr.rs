@@ -7,13 +7,14 @@
 //! (a filter that sets far too many bits, or a broken test, would show a rate near zero).
 
 use url_dedup_bloom::{HashKey, Xxh3};
-use url_dedup_segmented::SegmentedBloomFilter;
+use url_dedup_segmented::{Placement, SegmentedBloomFilter};
 
-fn measured(items: u64, fpr: f64, segment_bits: u64, queries: u64) -> f64 {
+fn measured(items: u64, fpr: f64, segment_bits: u64, placement: Placement, queries: u64) -> f64 {
     let f = SegmentedBloomFilter::builder()
         .expected_items(items)
         .false_positive_rate(fpr)
         .segment_bits(segment_bits)
+        .placement(placement)
         .hasher(Xxh3::new(HashKey::from_bytes([17; 16])))
         .build()
         .unwrap();
@@ -27,17 +28,21 @@ fn measured(items: u64, fpr: f64, segment_bits: u64, queries: u64) -> f64 {
 }
 
 fn assert_within(items: u64, fpr: f64, segment_bits: u64) {
+    assert_placed_within(items, fpr, segment_bits, Placement::Scattered);
+}
+
+fn assert_placed_within(items: u64, fpr: f64, segment_bits: u64, placement: Placement) {
     let queries = 400_000u64;
-    let rate = measured(items, fpr, segment_bits, queries);
+    let rate = measured(items, fpr, segment_bits, placement, queries);
     let sd = (fpr * (1.0 - fpr) / queries as f64).sqrt();
     assert!(
         rate <= fpr + 4.0 * sd,
-        "segment {segment_bits}: measured {rate} above target {fpr} (+4 sd = {})",
+        "{placement:?} segment {segment_bits}: measured {rate} above target {fpr} (+4 sd = {})",
         fpr + 4.0 * sd
     );
     assert!(
         rate > fpr / 3.0,
-        "segment {segment_bits}: measured {rate} implausibly low"
+        "{placement:?} segment {segment_bits}: measured {rate} implausibly low"
     );
 }
 
@@ -55,4 +60,11 @@ fn one_in_a_thousand_with_cache_line_segments() {
 fn one_percent_with_large_and_tiny_segments() {
     assert_within(200_000, 0.01, 1 << 16);
     assert_within(200_000, 0.01, 64);
+}
+
+#[test]
+fn split_placement_meets_its_targets() {
+    assert_placed_within(200_000, 0.01, 512, Placement::Split);
+    assert_placed_within(200_000, 0.001, 512, Placement::Split);
+    assert_placed_within(200_000, 0.01, 1 << 16, Placement::Split);
 }

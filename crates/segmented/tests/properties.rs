@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use url_dedup_bloom::HashKey;
-use url_dedup_segmented::{Layout, SegmentedBloomFilter};
+use url_dedup_segmented::{Layout, Placement, SegmentedBloomFilter};
 
 type Filter = SegmentedBloomFilter<url_dedup_bloom::SipHash13>;
 
@@ -15,13 +15,20 @@ fn filter(layout: Layout, key: u8) -> SegmentedBloomFilter {
         .unwrap()
 }
 
+/// Scattered layouts of any hash count, and split ones (eight 64-bit lanes of a 512-bit segment
+/// among them, the vector kernel).
 fn layouts() -> impl Strategy<Value = Layout> {
-    (
-        1u64..64,
-        prop::sample::select(vec![64u64, 128, 512, 4096, 1 << 16]),
-        1u32..12,
-    )
-        .prop_map(|(segments, bits, hashes)| Layout::new(segments, bits, hashes).unwrap())
+    let segment_bits = || prop::sample::select(vec![64u64, 128, 512, 4096, 1 << 16]);
+    prop_oneof![
+        (1u64..64, segment_bits(), 1u32..12)
+            .prop_map(|(segments, bits, hashes)| Layout::new(segments, bits, hashes).unwrap()),
+        (1u64..64, segment_bits(), 0u32..4).prop_map(|(segments, bits, log)| {
+            Layout::with_placement(segments, bits, 1 << log, Placement::Split).unwrap()
+        }),
+        (1u64..64).prop_map(|segments| {
+            Layout::with_placement(segments, 512, 8, Placement::Split).unwrap()
+        }),
+    ]
 }
 
 fn items() -> impl Strategy<Value = Vec<Vec<u8>>> {

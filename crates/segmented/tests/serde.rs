@@ -2,7 +2,7 @@
 #![cfg(feature = "serde")]
 
 use url_dedup_bloom::{HashKey, SipHash13, Xxh3};
-use url_dedup_segmented::{Layout, Probe, SegmentedBloomFilter};
+use url_dedup_segmented::{Layout, Placement, Probe, SegmentedBloomFilter};
 
 fn filled() -> SegmentedBloomFilter {
     let f = SegmentedBloomFilter::builder()
@@ -45,23 +45,34 @@ fn bincode2_round_trip() {
 
 #[test]
 fn layout_and_probe_round_trip_and_validate() {
-    let l = Layout::new(1_000, 4096, 9).unwrap();
-    let back: Layout = postcard::from_bytes(&postcard::to_allocvec(&l).unwrap()).unwrap();
-    assert_eq!(back, l);
-    // The same fields with an invalid segment size are refused.
+    for l in [
+        Layout::new(1_000, 4096, 9).unwrap(),
+        Layout::with_placement(1_000, 512, 8, Placement::Split).unwrap(),
+    ] {
+        let back: Layout = postcard::from_bytes(&postcard::to_allocvec(&l).unwrap()).unwrap();
+        assert_eq!(back, l);
+    }
+    // The same fields with an invalid segment size, or a split with a hash count that is not a
+    // power of two, are refused.
     #[derive(serde::Serialize)]
     struct Raw {
         segments: u64,
         segment_bits: u64,
         hashes: u32,
+        placement: Placement,
     }
-    let bad = postcard::to_allocvec(&Raw {
-        segments: 10,
-        segment_bits: 500,
-        hashes: 3,
-    })
-    .unwrap();
-    assert!(postcard::from_bytes::<Layout>(&bad).is_err());
+    for (segment_bits, hashes, placement) in
+        [(500, 3, Placement::Scattered), (512, 7, Placement::Split)]
+    {
+        let bad = postcard::to_allocvec(&Raw {
+            segments: 10,
+            segment_bits,
+            hashes,
+            placement,
+        })
+        .unwrap();
+        assert!(postcard::from_bytes::<Layout>(&bad).is_err());
+    }
     let p = Probe {
         segment: 7,
         seed: 99,
