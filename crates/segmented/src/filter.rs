@@ -492,7 +492,29 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     /// ```
     pub fn check_and_insert_batch_into<I: AsRef<[u8]>>(&self, items: &[I], out: &mut Vec<bool>) {
         out.reserve(items.len());
-        self.pipelined(items, |p| out.push(self.store.check_and_insert(p)));
+        pipelined(&mut &*self, items, |f, p| {
+            out.push(f.store.check_and_insert(p))
+        });
+    }
+
+    /// [`check_and_insert_batch`](Self::check_and_insert_batch) through `&mut self`: the same
+    /// answers and bits, without the stripe locks, for a filter that one thread owns (see
+    /// [`check_and_insert_mut`](Self::check_and_insert_mut)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_segmented::SegmentedBloomFilter::builder().expected_items(100).build()?;
+    /// assert_eq!(f.check_and_insert_batch_mut(&["a", "b", "a"]), [true, true, false]);
+    /// assert!(f.contains("b"));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn check_and_insert_batch_mut<I: AsRef<[u8]>>(&mut self, items: &[I]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(items.len());
+        pipelined(self, items, |f, p| {
+            out.push(f.store.check_and_insert_mut(p))
+        });
+        out
     }
 
     /// Looks up a batch, overlapping the cache misses like
@@ -508,29 +530,8 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     /// ```
     pub fn contains_batch<I: AsRef<[u8]>>(&self, items: &[I]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        self.pipelined(items, |p| out.push(self.store.contains(p)));
+        pipelined(&mut &*self, items, |f, p| out.push(f.store.contains(p)));
         out
-    }
-
-    /// Calls `apply` on the probe of every item, in order, with the segments of one chunk
-    /// requested from memory while the previous chunk is applied: hashing and memory latency
-    /// overlap instead of following one another.
-    #[inline]
-    fn pipelined<I: AsRef<[u8]>>(&self, items: &[I], mut apply: impl FnMut(Probe)) {
-        let mut ready = [Probe::default(); CHUNK];
-        let mut next = [Probe::default(); CHUNK];
-        let mut chunks = items.chunks(CHUNK);
-        let mut ready_len = match chunks.next() {
-            Some(chunk) => self.locate_chunk(chunk, &mut ready),
-            None => return,
-        };
-        for chunk in chunks {
-            let next_len = self.locate_chunk(chunk, &mut next);
-            ready[..ready_len].iter().for_each(|&p| apply(p));
-            std::mem::swap(&mut ready, &mut next);
-            ready_len = next_len;
-        }
-        ready[..ready_len].iter().for_each(|&p| apply(p));
     }
 
     /// Hashes a chunk of items into `probes` and requests each one's segment.
@@ -658,6 +659,33 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     pub fn clear(&mut self) {
         self.store.clear();
     }
+}
+
+/// Calls `apply` on the probe of every item, in order, with the segments of one chunk
+/// requested from memory while the previous chunk is applied: hashing and memory latency
+/// overlap instead of following one another. `filter` is `&mut &SegmentedBloomFilter` for the
+/// shared paths and `&mut SegmentedBloomFilter` for the exclusive one.
+#[inline]
+fn pipelined<F, H, I>(filter: &mut F, items: &[I], mut apply: impl FnMut(&mut F, Probe))
+where
+    F: std::borrow::Borrow<SegmentedBloomFilter<H, MemoryStore>>,
+    H: ItemHasher,
+    I: AsRef<[u8]>,
+{
+    let mut ready = [Probe::default(); CHUNK];
+    let mut next = [Probe::default(); CHUNK];
+    let mut chunks = items.chunks(CHUNK);
+    let mut ready_len = match chunks.next() {
+        Some(chunk) => filter.borrow().locate_chunk(chunk, &mut ready),
+        None => return,
+    };
+    for chunk in chunks {
+        let next_len = filter.borrow().locate_chunk(chunk, &mut next);
+        ready[..ready_len].iter().for_each(|&p| apply(filter, p));
+        std::mem::swap(&mut ready, &mut next);
+        ready_len = next_len;
+    }
+    ready[..ready_len].iter().for_each(|&p| apply(filter, p));
 }
 
 impl<H: ItemHasher, S: fmt::Debug> fmt::Debug for SegmentedBloomFilter<H, S> {

@@ -1,5 +1,5 @@
-//! Invariants over random inputs: no false negatives, batch == sequential, the `&mut self` path
-//! == the shared one, segment export and import round trip, incremental checkpoints replayed over a base == the live filter.
+//! Invariants over random inputs: no false negatives, batch == sequential (shared and `&mut`),
+//! the `&mut self` path == the shared one, segment export and import round trip, incremental checkpoints replayed over a base == the live filter.
 
 use proptest::prelude::*;
 use url_dedup_bloom::HashKey;
@@ -82,7 +82,13 @@ proptest! {
         batched.extend(batch.check_and_insert_batch(&items[split..]));
         prop_assert_eq!(&batched, &sequential);
         prop_assert_eq!(&store_path.try_check_and_insert_batch(&items).unwrap(), &sequential);
+        let mut exclusive = filter(layout, 1);
+        let mut exclusive_batched = exclusive.check_and_insert_batch_mut(&items[..split]);
+        exclusive_batched.extend(exclusive.check_and_insert_batch_mut(&items[split..]));
+        prop_assert_eq!(&exclusive_batched, &sequential);
         prop_assert_eq!(words(&one), words(&batch));
+        prop_assert_eq!(words(&one), words(&exclusive));
+        prop_assert_eq!(one.store().dirty_segments(), exclusive.store().dirty_segments());
         let queried: Vec<bool> = items.iter().map(|i| one.contains(i)).collect();
         prop_assert_eq!(batch.contains_batch(&items), queried.clone());
         prop_assert_eq!(store_path.try_contains_batch(&items).unwrap(), queried);
