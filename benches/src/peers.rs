@@ -146,7 +146,7 @@ adapter!(
 );
 
 adapter!(
-    /// Our segmented filter with seeded XXH3-128 (the fast, unkeyed-strength hasher).
+    /// Our segmented filter with `Xxh3` (XXH3-64, key-derived secret: the fast hasher).
     ///
     /// ```
     /// use url_dedup_benches::peers::{Filter, SegmentedXxh3};
@@ -171,7 +171,7 @@ adapter!(
 );
 
 adapter!(
-    /// Our segmented filter, split placement, seeded XXH3-128.
+    /// Our segmented filter, split placement, `Xxh3`.
     ///
     /// ```
     /// use url_dedup_benches::peers::{Filter, SegmentedSplitXxh3};

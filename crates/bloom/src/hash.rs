@@ -428,7 +428,7 @@ impl ItemHasher for SipHash13 {
     }
 }
 
-/// Seeded XXH3-64: several times faster than SipHash on URLs.
+/// XXH3-64 with a key-derived secret: several times faster than SipHash on URLs.
 ///
 /// The digest is `h1` = the 64-bit hash and `h2` = [`mix64`] of it. The 64-bit XXH3 costs about
 /// half the 128-bit one on URL-sized input, and a filter needs no more than 64 bits of entropy

@@ -33,7 +33,7 @@
 //! # Pieces
 //!
 //! * [`SegmentedBloomFilter`]: the filter; `&self` everywhere, `Send + Sync`.
-//! * [`Layout`] and [`Probe`]: the filter logic as plain values — which segment
+//! * [`Layout`], [`Placement`] and [`Probe`]: the filter logic as plain values — which segment
 //!   ([`Layout::probe`]) and which bit offsets inside it ([`Layout::offsets`]) — for stores on
 //!   other machines to reproduce exactly.
 //! * [`bit_order`]: offset `o` is bit `7 - o % 8` of byte `o / 8`, Redis's numbering, so a
@@ -46,15 +46,25 @@
 //!
 //! # Layout
 //!
-//! `h1` of the item's one 128-bit [`Digest`](url_dedup_bloom::Digest) picks the segment by
-//! multiply-shift; the K offsets inside it are consecutive `log2(segment_bits)`-bit slices of
-//! `h2` (seven 9-bit offsets per 64 bits), remixed with SplitMix64 when more are needed. Segments are a power of two from 64 bits to 2^32 bits; the default, 512 bits, is
-//! one cache line, stored 64-byte aligned, so an item costs one cache miss. Blocking costs a few
-//! bits: [`Layout::for_items`] sizes with the Poisson-mixture rate of
-//! [`url_dedup_bloom::sizing::Sizing::blocked`] — 9.97 bits per item at 1% and 15.57 at 0.1% with
-//! 512-bit segments (classic: 9.59 and 14.4; split-block filters such as sbbf-rs: 10.5 and 16.9).
-//! The measured rate at the design load stays at or below the target (statistical test in
-//! `tests/fpr.rs`: target + 4 standard deviations).
+//! `h1` of the item's [`Digest`](url_dedup_bloom::Digest) picks the segment by multiply-shift;
+//! slices of `h2` pick the bits inside it, remixed with SplitMix64 when more are needed.
+//! Segments are a power of two from 64 bits to 2^32 bits; the default, 512 bits, is one cache
+//! line, stored 64-byte aligned, so an item costs one cache miss. Where the bits go inside the
+//! segment is the layout's [`Placement`]:
+//!
+//! * [`Placement::Scattered`] (the default): K offsets anywhere in the segment, consecutive
+//!   `log2(segment_bits)`-bit slices of `h2` (seven 9-bit offsets per 64 bits). The fewest
+//!   bits: [`Layout::for_items`] sizes with the Poisson-mixture rate of
+//!   [`url_dedup_bloom::sizing::Sizing::blocked`], 9.97 bits per item at 1% and 15.57 at 0.1%
+//!   with 512-bit segments (classic: 9.59 and 14.4).
+//! * [`Placement::Split`]: the segment cut into K equal lanes, one bit in each (the split-block
+//!   layout of Parquet's filters). With 512-bit segments, eight 64-bit lanes at 1%: 10.17 bits
+//!   per item (sbbf-rs, 32-bit lanes in 256-bit buckets: 10.54). The whole bit pattern is a few
+//!   AVX2 instructions, chosen at run time, so single calls cost about half as much as
+//!   scattered ones; pick it for speed in memory.
+//!
+//! The measured rate at the design load stays at or below the target for both (statistical
+//! test in `tests/fpr.rs`: target + 4 standard deviations).
 //!
 //! # Exactly-once admission
 //!
@@ -89,32 +99,39 @@
 //! # Performance
 //!
 //! Figures, peers and the commands are in `docs/benchmarks.md` ("url-dedup-segmented"). At 10
-//! million URLs (12 MiB at 1%, 9.97 bits per URL), per URL, CPU time on a shared 2-core Zen 4,
-//! interleaved with the peers in one run (`cargo bench -p url-dedup-benches --bench
-//! head_to_head`, median of 21 rounds, a quiet machine):
+//! million URLs, 1%, per URL, CPU time on a shared 2-core Zen 4, interleaved with the peers in
+//! one run (`URL_DEDUP_BENCH_ROUNDS=21 cargo bench -p url-dedup-benches --bench head_to_head`,
+//! median of 21 rounds, memory slow that day: fastbloom took 230 ns per call, 115 on quiet days):
 //!
-//! | | insert | query hit | query miss |
-//! |---|---|---|---|
-//! | batch, keyed SipHash | 52 ns | 43 ns | 43 ns |
-//! | batch, XXH3 | 33 ns | 21 ns | 21 ns |
-//! | one at a time, keyed SipHash (`check_and_insert_mut`, `contains`) | 120 ns | 115 ns | 118 ns |
-//! | one at a time, XXH3 | 94 ns | 73 ns | 74 ns |
-//! | fastbloom 0.17 (keyed SipHash), one at a time | 123 ns | 115 ns | 110 ns |
-//! | sbbf-rs 0.2.8 (XXH3, AVX2), one at a time | 44 ns | 48 ns | 48 ns |
+//! | | bits/URL | insert | query hit | query miss |
+//! |---|---|---|---|---|
+//! | split, batch, keyed SipHash | 10.17 | 55 ns | 53 ns | 49 ns |
+//! | split, batch, XXH3 | 10.17 | 28 ns | 20 ns | 19 ns |
+//! | split, one at a time, XXH3 | 10.17 | 84 ns | 85 ns | 83 ns |
+//! | scattered, batch, keyed SipHash | 9.97 | 68 ns | 58 ns | 56 ns |
+//! | scattered, one at a time, keyed SipHash | 9.97 | 197 ns | 197 ns | 195 ns |
+//! | fastbloom 0.17 (keyed SipHash), one at a time | 9.59 | 232 ns | 230 ns | 251 ns |
+//! | sbbf-rs 0.2.8 (XXH3, AVX2), one at a time | 10.54 | 78 ns | 76 ns | 77 ns |
 //!
-//! Use the batch methods whenever URLs come in groups (a fetched page's links): 2.2–4.2x the
-//! speed of fastbloom's single calls in four head-to-head runs (more when memory is slow) and, with XXH3, 1.2–2.5x that of
-//! sbbf-rs. One call at a time the keyed hash dominates: the core cannot begin the next call's
-//! memory access while ~250 instructions of SipHash are in flight, so a single call costs about
-//! what one of fastbloom's does. A thread that owns its filter should insert through
-//! [`check_and_insert_mut`](SegmentedBloomFilter::check_and_insert_mut): no lock, so
-//! consecutive inserts' cache misses overlap.
+//! Use the batch methods whenever URLs come in groups (a fetched page's links): with keyed
+//! SipHash and split segments 4.0–5.1x the speed of fastbloom's single calls in this run (less
+//! when memory is quick, since batches hide the latency that bounds fastbloom), and with XXH3
+//! 2.7–3.6x that of sbbf-rs. One call at a time the keyed hash dominates: the core cannot begin
+//! the next call's memory access while ~250 instructions of SipHash are in flight, so a single
+//! call costs about what one of fastbloom's does. A thread that owns its filter should insert
+//! through [`check_and_insert_mut`](SegmentedBloomFilter::check_and_insert_mut) or
+//! [`check_and_insert_batch_mut`](SegmentedBloomFilter::check_and_insert_batch_mut): no lock,
+//! so consecutive inserts' cache misses overlap.
 //!
 //! # Unsafe code
 //!
-//! One instruction: the batch path's `PREFETCHT0` hint (`_mm_prefetch`, an `unsafe` intrinsic)
-//! in a private module with a `// SAFETY:` note. It was measured against a plain load first
-//! (`docs/decisions.md`). Everything else is safe Rust; the crate root denies `unsafe_code`.
+//! One private module, `arch`, with a `// SAFETY:` note at each use: the batch path's
+//! `PREFETCHT0` hint (`_mm_prefetch`, an `unsafe` intrinsic; measured against a plain load first,
+//! `docs/decisions.md`) and the AVX2 kernels of split 512-bit segments, run only after
+//! `is_x86_feature_detected!("avx2")`, each with a portable twin that a property test compares
+//! it with. Queries read a segment that other threads may be writing with four 16-byte aligned
+//! vector loads in `asm!`, which the x86 manuals make atomic, so they behave as relaxed atomic
+//! loads. Everything else is safe Rust; the crate root denies `unsafe_code`.
 //!
 //! # Features
 //!
