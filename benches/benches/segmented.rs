@@ -28,11 +28,12 @@ use std::time::Duration;
 use cpu_time::ThreadTime;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use url_dedup_benches::peers::{
-    Classic, Fastbloom, FastbloomXxh3, Filter, Sbbf, Segmented, SegmentedXxh3, segmented,
+    Classic, Fastbloom, FastbloomXxh3, Filter, Sbbf, Segmented, SegmentedSplit, SegmentedSplitXxh3,
+    SegmentedXxh3, segmented, segmented_with,
 };
 use url_dedup_benches::{rates, urls};
 use url_dedup_bloom::hash::{ItemHasher, SipHash13, Xxh3};
-use url_dedup_segmented::SegmentedBloomFilter;
+use url_dedup_segmented::{Placement, SegmentedBloomFilter};
 
 const BATCH: usize = 1024;
 
@@ -156,12 +157,12 @@ fn single<F: Filter>(c: &mut Criterion, keys: &Keys) {
     group.finish();
 }
 
-fn batch<H: ItemHasher>(c: &mut Criterion, keys: &Keys, name: &str) {
+fn batch<H: ItemHasher>(c: &mut Criterion, keys: &Keys, name: &str, placement: Placement) {
     let n = keys.present.len();
-    let full = segmented::<H>(n, keys.p);
+    let full = segmented_with::<H>(n, keys.p, placement);
     full.check_and_insert_batch(keys.present);
     let mut group = c.benchmark_group(group_name(keys));
-    let mut filling = segmented::<H>(n, keys.p);
+    let mut filling = segmented_with::<H>(n, keys.p, placement);
     let mut next = 0usize;
     let mut out = Vec::with_capacity(BATCH);
     group.bench_function(BenchmarkId::new("insert batch", name), |b| {
@@ -326,10 +327,15 @@ fn all(c: &mut Criterion) {
                 present: &present,
                 absent: &absent,
             };
+            let (scattered, split) = (Placement::Scattered, Placement::Split);
             single::<Segmented>(c, &keys);
-            batch::<SipHash13>(c, &keys, "url-dedup-segmented");
+            batch::<SipHash13>(c, &keys, "url-dedup-segmented", scattered);
             single::<SegmentedXxh3>(c, &keys);
-            batch::<Xxh3>(c, &keys, "url-dedup-segmented xxh3");
+            batch::<Xxh3>(c, &keys, "url-dedup-segmented xxh3", scattered);
+            single::<SegmentedSplit>(c, &keys);
+            batch::<SipHash13>(c, &keys, "url-dedup-segmented split", split);
+            single::<SegmentedSplitXxh3>(c, &keys);
+            batch::<Xxh3>(c, &keys, "url-dedup-segmented split xxh3", split);
             single::<Fastbloom>(c, &keys);
             single::<FastbloomXxh3>(c, &keys);
             single::<Sbbf>(c, &keys);
