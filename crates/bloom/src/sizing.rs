@@ -394,9 +394,9 @@ fn exact_fill_closed_form(block_bits: u64, bits_per_item: f64, hashes: u32) -> f
     let mut total = 0.0;
     // (b)_d / b^d: the chance that d draws hit d distinct bits, given their pattern.
     let mut distinct = 1.0;
-    for d in 1..=k {
+    for (d, &partitions) in stirling.iter().enumerate().skip(1) {
         distinct *= (b - (d - 1) as f64) / b;
-        let p_distinct = stirling[d] * distinct * b.powi(d as i32 - k as i32);
+        let p_distinct = partitions * distinct * b.powi(d as i32 - k as i32);
         let (mut inner, mut binomial) = (0.0, 1.0);
         for j in 0..=d {
             let x = 1.0 - j as f64 / b;
