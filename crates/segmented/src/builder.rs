@@ -131,7 +131,10 @@ impl<H: ItemHasher> Builder<H> {
         self
     }
 
-    /// An explicit geometry, overriding the sizing from items, rate and segment size.
+    /// An explicit geometry, overriding the sizing from items, rate and segment size. Unless
+    /// [`expected_items`](Self::expected_items) is also given, the filter expects what the
+    /// layout holds at the [`false_positive_rate`](Self::false_positive_rate)
+    /// ([`Layout::capacity`]).
     ///
     /// # Examples
     ///
@@ -139,7 +142,12 @@ impl<H: ItemHasher> Builder<H> {
     /// use url_dedup_segmented::{Layout, SegmentedBloomFilter};
     ///
     /// let l = Layout::new(64, 512, 6)?;
-    /// assert_eq!(SegmentedBloomFilter::builder().layout(l).build()?.layout(), l);
+    /// let f = SegmentedBloomFilter::builder().layout(l).build()?;
+    /// assert_eq!(f.layout(), l);
+    /// assert_eq!(f.expected_items(), l.capacity(0.01));
+    /// // Over-filling it is noticed, as for a filter sized from a count.
+    /// (0..2 * f.expected_items()).for_each(|i| { f.insert(i.to_string()); });
+    /// assert!(f.is_over_capacity());
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
     pub fn layout(mut self, layout: Layout) -> Self {
@@ -265,6 +273,11 @@ impl<H: ItemHasher> Builder<H> {
     /// loads) runs once per build.
     fn finish<S: SegmentStore>(self, store: S) -> SegmentedBloomFilter<H, S> {
         let hasher = self.hasher.unwrap_or_else(H::random);
-        SegmentedBloomFilter::with_store(store, hasher, self.expected_items.unwrap_or(0))
+        // An explicit layout without a count expects what it holds at the target rate, so
+        // `is_over_capacity` still warns when it is over-filled.
+        let expected = self
+            .expected_items
+            .unwrap_or_else(|| store.layout().capacity(self.fpr));
+        SegmentedBloomFilter::with_store(store, hasher, expected)
     }
 }

@@ -489,6 +489,37 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// The most distinct items this layout holds with an expected false-positive rate of at
+    /// most `fpr` (0 if even one item exceeds it): what a filter built on an explicit layout
+    /// is sized for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::Layout;
+    ///
+    /// let l = Layout::for_items(1_000_000, 0.01, 512)?;
+    /// let capacity = l.capacity(0.01);
+    /// assert!((1_000_000..1_010_000).contains(&capacity));
+    /// assert!(l.capacity(0.001) < capacity);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn capacity(&self, fpr: f64) -> u64 {
+        // The rate grows with the items; search the largest count that still meets `fpr`.
+        let (mut meets, mut fails) = (0u64, self.bits().saturating_add(1));
+        while fails - meets > 1 {
+            let mid = meets + (fails - meets) / 2;
+            if self.false_positive_rate(mid) <= fpr {
+                meets = mid;
+            } else {
+                fails = mid;
+            }
+        }
+        meets
+    }
+}
+
 fn check_segment_bits(segment_bits: u64) -> Result<(), Error> {
     if !segment_bits.is_power_of_two()
         || !(MIN_SEGMENT_BITS..=MAX_SEGMENT_BITS).contains(&segment_bits)
