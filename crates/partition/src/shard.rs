@@ -264,12 +264,31 @@ impl SegmentedShardParams {
         }
     }
 
+    /// The shards' layout. Every shard of a filter has the same parameters, and a node
+    /// creates or imports thousands of shards, so the sizing search runs once per thread and
+    /// parameters, not once per shard.
     fn layout(&self) -> Result<Layout, SegmentedError> {
-        Layout::for_items(
+        type Sized = ((u64, u64, u64), Layout);
+        thread_local! {
+            static LAST: std::cell::Cell<Option<Sized>> = const { std::cell::Cell::new(None) };
+        }
+        let key = (
+            self.expected_items,
+            self.false_positive_rate.to_bits(),
+            self.segment_bits,
+        );
+        if let Some((last, layout)) = LAST.get()
+            && last == key
+        {
+            return Ok(layout);
+        }
+        let layout = Layout::for_items(
             self.expected_items,
             self.false_positive_rate,
             self.segment_bits,
-        )
+        )?;
+        LAST.set(Some((key, layout)));
+        Ok(layout)
     }
 }
 

@@ -125,7 +125,7 @@ impl MemoryStore {
             storage,
             base,
             segment_words,
-            stripes: Stripes::for_this_machine(),
+            stripes: Stripes::for_this_machine(layout.segments()),
             dirty: dirty.into_boxed_slice(),
             kernel: Kernel::for_layout(&layout),
         })

@@ -24,10 +24,13 @@ pub(crate) struct Stripes {
 
 impl Stripes {
     /// Eight stripes per hardware thread, at least 64 and at most 4096: with T threads the
-    /// chance that two of them want the same stripe at once stays below T / (8 T).
-    pub(crate) fn for_this_machine() -> Self {
+    /// chance that two of them want the same stripe at once stays below T / (8 T). Never more
+    /// than the filter has segments (rounded up to a power of two): a stripe no segment maps
+    /// to is 64 bytes of nothing, and a sharded filter has thousands of small shards.
+    pub(crate) fn for_this_machine(segments: u64) -> Self {
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
-        let count = (threads * 8).next_power_of_two().clamp(64, 4096);
+        let most = usize::try_from(segments.max(1).next_power_of_two()).unwrap_or(4096);
+        let count = (threads * 8).next_power_of_two().clamp(64, 4096).min(most);
         Self {
             locks: (0..count).map(|_| Stripe(AtomicBool::new(false))).collect(),
             mask: count as u64 - 1,
@@ -82,8 +85,19 @@ mod tests {
     use std::sync::atomic::AtomicU64;
 
     #[test]
+    fn small_filters_get_no_more_stripes_than_segments() {
+        assert_eq!(Stripes::for_this_machine(1).bytes(), 64);
+        assert_eq!(Stripes::for_this_machine(12).bytes(), 16 * 64);
+        assert!(Stripes::for_this_machine(1 << 30).bytes() >= 64 * 64);
+        // One stripe still excludes: every segment maps to it.
+        let one = Stripes::for_this_machine(1);
+        drop(one.lock(5));
+        drop(one.lock(6));
+    }
+
+    #[test]
     fn a_stripe_excludes_concurrent_holders() {
-        let stripes = Stripes::for_this_machine();
+        let stripes = Stripes::for_this_machine(1 << 20);
         let counter = AtomicU64::new(0);
         std::thread::scope(|s| {
             for _ in 0..4 {
