@@ -458,7 +458,7 @@ pub struct Xxh3 {
 const XXH3_SECRET_BYTES: usize = 192;
 
 impl Xxh3 {
-    /// A hasher seeded from `key`.
+    /// A hasher whose secret is derived from `key`.
     ///
     /// # Examples
     ///

@@ -415,19 +415,15 @@ fn exact_fill_closed_form(block_bits: u64, bits_per_item: f64, hashes: u32) -> f
 fn exact_fill_by_draws(block_bits: u64, bits_per_item: f64, hashes: u32) -> f64 {
     let b = block_bits as usize;
     let bf = block_bits as f64;
-    let lambda = bf / bits_per_item;
-    let limit = (lambda + 12.0 * lambda.sqrt() + 20.0) as u64;
     let rate_at_fill: Vec<f64> = (0..=b)
         .map(|set| (set as f64 / bf).powi(hashes as i32))
         .collect();
-    // fill[s]: probability that s bits are set.
+    // fill[s]: probability that s bits are set; `poisson_mixture` asks for loads 0, 1, 2, ...
+    // in order, so each call adds the draws of one more item.
     let mut fill = vec![0.0f64; b + 1];
     fill[0] = 1.0;
-    let mut total = 0.0;
-    let mut log_pmf = -lambda;
-    for load in 0..=limit {
-        if load > 0 {
-            log_pmf += lambda.ln() - (load as f64).ln();
+    poisson_mixture(block_bits, bits_per_item, hashes, |load| {
+        if load > 0.0 {
             for _ in 0..hashes {
                 // One more draw: from s set bits, a new bit with probability (b - s) / b.
                 for set in (1..=b).rev() {
@@ -437,10 +433,8 @@ fn exact_fill_by_draws(block_bits: u64, bits_per_item: f64, hashes: u32) -> f64 
                 fill[0] = 0.0;
             }
         }
-        let rate: f64 = fill.iter().zip(&rate_at_fill).map(|(p, r)| p * r).sum();
-        total += log_pmf.exp() * rate;
-    }
-    total.min(1.0)
+        fill.iter().zip(&rate_at_fill).map(|(p, r)| p * r).sum()
+    })
 }
 
 /// The narrowest lane a split block has (see [`Sizing::split`]).
@@ -474,12 +468,13 @@ pub fn split_false_positive_rate(block_bits: u64, bits_per_item: f64, hashes: u3
 }
 
 /// `sum over loads j of Poisson(j; block_bits / bits_per_item) * rate_at(j)`: the rate of a
-/// filter whose blocks each receive a Poisson-distributed number of items.
+/// filter whose blocks each receive a Poisson-distributed number of items. `rate_at` is called
+/// for loads 0, 1, 2, ... in order, once each.
 fn poisson_mixture(
     block_bits: u64,
     bits_per_item: f64,
     hashes: u32,
-    rate_at: impl Fn(f64) -> f64,
+    mut rate_at: impl FnMut(f64) -> f64,
 ) -> f64 {
     if block_bits == 0 || bits_per_item <= 0.0 {
         return 1.0;

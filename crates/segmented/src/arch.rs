@@ -88,9 +88,7 @@ pub(crate) fn split_line_insert(line: &mut [AtomicU64; 8], seed: u64, avx2: Opti
     let _ = avx2;
     let masks = split_line_masks(seed);
     line.iter_mut().zip(masks).fold(0, |missing, (word, mask)| {
-        let old = *word.get_mut();
-        *word.get_mut() = old | mask;
-        missing | (mask & !old)
+        crate::memory::set_bits(word.get_mut(), mask, missing)
     }) != 0
 }
 

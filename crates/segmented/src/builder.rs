@@ -269,8 +269,8 @@ impl<H: ItemHasher> Builder<H> {
         Ok(self.finish(store))
     }
 
-    /// The filter over `store`, whose layout has been checked; sizing (a search over block
-    /// loads) runs once per build.
+    /// The filter over `store`, whose layout has been checked (so the sizing search runs once
+    /// per build).
     fn finish<S: SegmentStore>(self, store: S) -> SegmentedBloomFilter<H, S> {
         let hasher = self.hasher.unwrap_or_else(H::random);
         // An explicit layout without a count expects what it holds at the target rate, so

@@ -448,18 +448,11 @@ impl Layout {
     /// ```
     #[inline]
     pub fn offsets(&self, probe: Probe) -> Offsets {
-        Offsets {
-            word: probe.seed,
-            x: probe.seed,
-            avail: 64,
-            width: self.width,
-            left: self.hashes,
-            lane: 0,
-            stride: match self.placement {
-                Placement::Scattered => 0,
-                Placement::Split => 1 << self.width,
-            },
-        }
+        let stride = match self.placement {
+            Placement::Scattered => 0,
+            Placement::Split => 1 << self.width,
+        };
+        Offsets::new(probe.seed, self.width, self.hashes, stride)
     }
 
     /// Expected false-positive rate after `items` distinct insertions (the Poisson-mixture rate
@@ -487,9 +480,7 @@ impl Layout {
             }
         }
     }
-}
 
-impl Layout {
     /// The most distinct items this layout holds with an expected false-positive rate of at
     /// most `fpr` (0 if even one item exceeds it): what a filter built on an explicit layout
     /// is sized for.
@@ -586,6 +577,23 @@ pub struct Offsets {
     stride: u64,
 }
 
+impl Offsets {
+    /// Offsets that are `width`-bit slices of `seed`, `left` of them, lane `i` starting at
+    /// `i * stride` (0 when scattered).
+    #[inline(always)]
+    fn new(seed: u64, width: u32, left: u32, stride: u64) -> Self {
+        Self {
+            word: seed,
+            x: seed,
+            avail: 64,
+            width,
+            left,
+            lane: 0,
+            stride,
+        }
+    }
+}
+
 impl Iterator for Offsets {
     type Item = u64;
 
@@ -596,7 +604,9 @@ impl Iterator for Offsets {
         }
         self.left -= 1;
         if self.avail < self.width {
-            self.word = remix(self.word);
+            // More offsets than one seed word holds (more than 7 in a 512-bit segment): 64
+            // fresh bits from the previous word.
+            self.word = mix64(self.word);
             self.x = self.word;
             self.avail = 64;
         }
@@ -639,23 +649,14 @@ pub(crate) fn fold_line_offsets<A>(
         };
     }
     fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
-    Offsets {
-        word: seed,
-        x: seed,
-        avail: 64,
-        width: LINE_WIDTH,
-        left: hashes,
-        lane: 0,
-        stride: 0,
-    }
-    .fold(init, f)
+    Offsets::new(seed, LINE_WIDTH, hashes, 0).fold(init, f)
 }
 
 /// Offset width in a 512-bit segment.
 const LINE_WIDTH: u32 = 9;
 
 /// [`Offsets`] for a 512-bit segment and `K` offsets, unrolled: seven 9-bit offsets per seed
-/// word, then a fresh word by [`remix`], exactly as the iterator does.
+/// word, then a fresh word by [`mix64`], exactly as the iterator does.
 #[inline(always)]
 fn line_offsets<const K: usize>(seed: u64) -> [u64; K] {
     const PER_WORD: usize = (64 / LINE_WIDTH) as usize;
@@ -663,20 +664,13 @@ fn line_offsets<const K: usize>(seed: u64) -> [u64; K] {
     let (mut word, mut x) = (seed, seed);
     for (i, slot) in out.iter_mut().enumerate() {
         if i > 0 && i % PER_WORD == 0 {
-            word = remix(word);
+            word = mix64(word);
             x = word;
         }
         *slot = x >> (64 - LINE_WIDTH);
         x <<= LINE_WIDTH;
     }
     out
-}
-
-/// 64 fresh, well-mixed bits from the previous word (only needed when an item has more offsets
-/// than one 64-bit seed holds, e.g. more than 7 in a 512-bit segment).
-#[inline]
-fn remix(x: u64) -> u64 {
-    mix64(x)
 }
 
 impl ExactSizeIterator for Offsets {}

@@ -148,7 +148,6 @@ impl MemoryStore {
 
     /// The words of one segment; empty for an out-of-range index, which the filter never
     /// produces (its segments come from [`Layout::probe`]).
-    /// The words of `segment`; empty when out of range (callers check probes first).
     #[inline]
     fn segment(&self, segment: u64) -> &[AtomicU64] {
         let range = self.segment_range(segment);
@@ -260,8 +259,8 @@ impl MemoryStore {
                     )
                 })
             }
-            (kernel, Ok(line)) if kernel.split_line().is_some() => {
-                let avx2 = kernel.split_line().flatten();
+            (Kernel::SplitLineAvx2(_) | Kernel::SplitLine, Ok(line)) => {
+                let avx2 = self.kernel.split_line().flatten();
                 if !arch::split_line_missing(line, probe.seed, avx2) {
                     return false;
                 }
@@ -328,19 +327,14 @@ impl MemoryStore {
             (Kernel::Line, Ok(line)) => {
                 fold_line_offsets(hashes, probe.seed, 0, |missing, offset| {
                     let word = line[(offset >> 6) as usize & 7].get_mut();
-                    let mask = bit_order::mask(offset);
-                    let old = *word;
-                    *word = old | mask;
-                    missing | (mask & !old)
+                    set_bits(word, bit_order::mask(offset), missing)
                 })
             }
             _ => offsets.fold(0, |missing, offset| {
                 let (w, mask) = bit_order::locate(offset);
-                segment.get_mut(w).map_or(missing, |word| {
-                    let old = *word.get_mut();
-                    *word.get_mut() = old | mask;
-                    missing | (mask & !old)
-                })
+                segment
+                    .get_mut(w)
+                    .map_or(missing, |word| set_bits(word.get_mut(), mask, missing))
             }),
         };
         if missing == 0 {
@@ -373,17 +367,13 @@ impl MemoryStore {
             return false;
         }
         let _guard = self.stripes.lock(probe.segment);
-        let mut changed = false;
-        for offset in self.layout.offsets(probe) {
+        let missing = self.layout.offsets(probe).fold(0, |missing, offset| {
             let (w, mask) = bit_order::locate(offset);
-            if let Some(word) = segment.get(w) {
-                let old = word.load(Relaxed);
-                if old & mask == 0 {
-                    word.store(old | mask, Relaxed);
-                    changed = true;
-                }
-            }
-        }
+            segment
+                .get(w)
+                .map_or(missing, |word| set_word(word, mask, missing))
+        });
+        let changed = missing != 0;
         if changed {
             self.mark_dirty(probe.segment);
         }
@@ -694,6 +684,15 @@ impl SegmentStore for MemoryStore {
     fn merge_segment(&self, segment: u64, words: &[u64]) -> Result<(), Error> {
         MemoryStore::merge_segment(self, segment, words).map(|_| ())
     }
+}
+
+/// ORs `mask` into a word only this thread can reach (`&mut`) and adds the bits that were zero
+/// to `missing`.
+#[inline(always)]
+pub(crate) fn set_bits(word: &mut u64, mask: u64, missing: u64) -> u64 {
+    let old = *word;
+    *word = old | mask;
+    missing | (mask & !old)
 }
 
 /// ORs `mask` into `word` under the segment's lock (so a plain load and store suffice against
