@@ -293,10 +293,7 @@ impl<O: Write, X: Write> Emitter<O, X> {
                             self.stats.new += 1;
                             let shown = if self.canonical { &*canonical } else { text };
                             if let Err(e) = writeln!(self.out, "{shown}") {
-                                if e.kind() == io::ErrorKind::BrokenPipe {
-                                    return Ok(Flow::PipeClosed);
-                                }
-                                return Err(format!("cannot write output: {e}"));
+                                return output_failed(e);
                             }
                             continue;
                         }
@@ -329,16 +326,22 @@ impl<O: Write, X: Write> Emitter<O, X> {
     /// Pushes out what was written so far, so a reader of a slow stream sees it now.
     fn flush(&mut self) -> Result<Flow, String> {
         if let Err(e) = self.out.flush() {
-            if e.kind() == io::ErrorKind::BrokenPipe {
-                return Ok(Flow::PipeClosed);
-            }
-            return Err(format!("cannot write output: {e}"));
+            return output_failed(e);
         }
         if let Some(ex) = self.explain.as_mut() {
             ex.flush().map_err(write_err)?;
         }
         Ok(Flow::Go)
     }
+}
+
+/// A write to standard output failed: a reader that went away (`| head`) ends the run
+/// quietly, anything else is an error.
+fn output_failed(e: io::Error) -> Result<Flow, String> {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return Ok(Flow::PipeClosed);
+    }
+    Err(format!("cannot write output: {e}"))
 }
 
 fn write_err(e: io::Error) -> String {
