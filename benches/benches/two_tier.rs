@@ -97,22 +97,9 @@ struct Outcome {
     finished_admitted: usize,
 }
 
+/// Commands the server has run, `INFO` itself left out.
 fn commandstats(conn: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(conn)
-        .expect("INFO");
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_info:"))
-        .filter_map(|l| {
-            l.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
+    url_dedup_redis::testing::command_calls(conn, |name| name != "info").expect("INFO")
 }
 
 fn judge(tasks: Vec<String>, w: &Workload, out: &mut Outcome) {

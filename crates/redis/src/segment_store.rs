@@ -1312,26 +1312,24 @@ impl SegmentStore for RedisSegmentStore {
 }
 
 impl RedisSegmentStore {
-    /// Appends the words of `count` consecutive segments from `first`, all in one data key,
-    /// read with `GETRANGE` in chunks.
-    fn read_segments(&self, first: u64, count: u64, out: &mut Vec<u64>) -> Result<()> {
-        let last = first + count.max(1) - 1;
-        self.check_probes(&[
-            Probe {
-                segment: first,
-                seed: 0,
-            },
-            Probe {
-                segment: last,
-                seed: 0,
-            },
-        ])?;
+    /// The data key index and the key's first bit of `count` (at least 1) consecutive
+    /// segments from `first`: an error unless all are in range and in one data key.
+    fn span(&self, first: u64, count: u64) -> Result<(u64, u64)> {
+        let last = first.saturating_add(count.max(1) - 1);
+        self.check_probes(&[first, last].map(|segment| Probe { segment, seed: 0 }))?;
         let (index, base_bits) = self.locate(first);
         if self.locate(last).0 != index {
             return Err(Error::Segmented(
                 url_dedup_segmented::Error::InvalidParameters("segments span two data keys"),
             ));
         }
+        Ok((index, base_bits))
+    }
+
+    /// Appends the words of `count` consecutive segments from `first`, all in one data key,
+    /// read with `GETRANGE` in chunks.
+    fn read_segments(&self, first: u64, count: u64, out: &mut Vec<u64>) -> Result<()> {
+        let (index, base_bits) = self.span(first, count)?;
         let key = self.options.data_key(index);
         let bytes = (self.meta.layout.segment_bytes() * count).min(MAX_SEGMENT_BYTES);
         let start = base_bits / 8;
@@ -1364,24 +1362,8 @@ impl RedisSegmentStore {
     /// transaction: the bytes go to a helper key at the same offsets, then `BITOP OR`.
     fn merge_segments(&self, first: u64, words: &[u64]) -> Result<()> {
         let per_segment = self.meta.layout.segment_words();
-        let count = (words.len() as u64).div_ceil(per_segment).max(1);
-        let last = first + count - 1;
-        self.check_probes(&[
-            Probe {
-                segment: first,
-                seed: 0,
-            },
-            Probe {
-                segment: last,
-                seed: 0,
-            },
-        ])?;
-        let (index, base_bits) = self.locate(first);
-        if self.locate(last).0 != index {
-            return Err(Error::Segmented(
-                url_dedup_segmented::Error::InvalidParameters("segments span two data keys"),
-            ));
-        }
+        let count = (words.len() as u64).div_ceil(per_segment);
+        let (index, base_bits) = self.span(first, count)?;
         let key = self.options.data_key(index);
         // The helper key shares the data key's hash tag, so the transaction stays in one slot.
         let scratch = format!("{key}:merge");

@@ -55,6 +55,38 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// How many times the server has run the commands whose lowercase names `counted` accepts
+/// (from `INFO commandstats`): how a test or benchmark checks what a client sent.
+///
+/// # Errors
+///
+/// The server's error if `INFO` fails.
+///
+/// # Examples
+///
+/// ```
+/// # use url_dedup_redis::testing::{RedisServer, command_calls};
+/// # let Some(server) = RedisServer::start_or_skip("command_calls example") else { return Ok(()) };
+/// let mut conn = redis::Client::open(server.url())?.get_connection()?;
+/// let _: () = redis::cmd("SET").arg("k").arg(1).query(&mut conn)?;
+/// assert_eq!(command_calls(&mut conn, |name| name == "set")?, 1);
+/// # Ok::<(), redis::RedisError>(())
+/// ```
+pub fn command_calls(
+    conn: &mut redis::Connection,
+    counted: impl Fn(&str) -> bool,
+) -> redis::RedisResult<u64> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(conn)?;
+    Ok(info
+        .lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats.strip_prefix("calls=")?.split(',').next()?;
+            counted(name).then(|| calls.parse::<u64>().ok()).flatten()
+        })
+        .sum())
+}
+
 /// A `redis-server` child process on `127.0.0.1`, killed on drop.
 ///
 /// # Examples

@@ -621,21 +621,10 @@ fn known_bits_change_no_answer() {
 
 fn bitfield_calls(url: &str) -> u64 {
     let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut conn)
-        .unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_bitfield:") || l.starts_with("cmdstat_bitfield_ro:"))
-        .filter_map(|l| {
-            l.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
+    url_dedup_redis::testing::command_calls(&mut conn, |name| {
+        name == "bitfield" || name == "bitfield_ro"
+    })
+    .unwrap()
 }
 
 /// Once a client has inserted or seen URLs, asking about them again sends Redis nothing:

@@ -238,14 +238,12 @@ fn frames_delivered_twice_are_processed_once() {
             number: 77 << 10,
             flag: Flag::Submit,
         };
-        cluster
-            .deliver_raw(center, a, &submit.encode())
-            .await
-            .unwrap();
-        cluster
-            .deliver_raw(center, a, &submit.encode())
-            .await
-            .unwrap();
+        for _ in 0..2 {
+            cluster
+                .deliver_raw(center, a, &submit.encode())
+                .await
+                .unwrap();
+        }
 
         // Host `manual` answers by hand, twice, marking d/2 as finished.
         let request = loop {
@@ -261,14 +259,12 @@ fn frames_delivered_twice_are_processed_once() {
         let mut answer = request.clone();
         answer.flag = Flag::Answer;
         answer.url_set.mark("https://d/2");
-        cluster
-            .deliver_raw(center, manual, &answer.encode())
-            .await
-            .unwrap();
-        cluster
-            .deliver_raw(center, manual, &answer.encode())
-            .await
-            .unwrap();
+        for _ in 0..2 {
+            cluster
+                .deliver_raw(center, manual, &answer.encode())
+                .await
+                .unwrap();
+        }
         assert!(cluster.wait_idle(IDLE).await.unwrap());
         assert_eq!(
             cluster.all_tasks().await.unwrap(),
