@@ -12,10 +12,10 @@ count="${1:-10000000}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-cargo build --release -q -p url-dedup-cli -p url-dedup-benches --bin url-dedup --bin gen-urls
+cargo build --profile dist -q -p url-dedup-cli -p url-dedup-benches --bin url-dedup --bin gen-urls
 python3 -c 'import uro' 2>/dev/null || pip install --quiet uro==1.0.2 >/dev/null 2>&1 || echo "uro not installable; skipped" >&2
 
-target/release/gen-urls "$count" 0.5 > "$work/urls.txt"
+target/dist/gen-urls "$count" 0.5 > "$work/urls.txt"
 distinct=$(LC_ALL=C sort -u "$work/urls.txt" | wc -l)
 printf 'input: %s lines, %s distinct, %s MB\n\n' "$count" "$distinct" "$(( $(stat -c %s "$work/urls.txt") / 1000000 ))"
 printf '%-28s %10s %14s %12s %12s\n' tool seconds "URLs/s" "peak RSS MB" "lines out"
@@ -30,9 +30,9 @@ measure() {
     "$(echo "$count / $secs" | bc -l)" "$(echo "$kb / 1024" | bc -l)" "$(wc -l < "$work/out.txt")"
 }
 
-measure "url-dedup (exact)" target/release/url-dedup --quiet -n "$distinct"
-measure "url-dedup --raw" target/release/url-dedup --quiet --raw -n "$distinct"
-measure "url-dedup --similar crawler" target/release/url-dedup --quiet --similar -n "$distinct"
+measure "url-dedup (exact)" target/dist/url-dedup --quiet -n "$distinct"
+measure "url-dedup --raw" target/dist/url-dedup --quiet --raw -n "$distinct"
+measure "url-dedup --similar crawler" target/dist/url-dedup --quiet --similar -n "$distinct"
 measure "sort -u (LC_ALL=C)" env LC_ALL=C sort -u
 measure "awk '!seen[\$0]++'" awk '!seen[$0]++'
 if python3 -c 'import uro' 2>/dev/null; then

@@ -4,7 +4,7 @@
 # requests for URLs that do not exist, wall time, pages/s and peak RSS.
 #
 #   bash benches/crawl-vs-wget.sh [PAGES]      # default 20000
-#   CRAWLER=target/release/crawler bash benches/crawl-vs-wget.sh   # no rebuild
+#   CRAWLER=target/dist/crawler bash benches/crawl-vs-wget.sh   # no rebuild
 #
 # httrack is given HTTRACK_SECONDS (default 60) per run and killed after that: on this machine
 # it fetches about one page per second per connection even with its throttles lifted, so a full
@@ -33,8 +33,8 @@ export PATH="$PATH:/usr/sbin"
 # CRAWLER=path/to/crawler skips the build.
 if [ -z "${CRAWLER:-}" ]; then
   echo "building the crawler (release)" >&2
-  cargo build --release -q -p url-dedup-crawler 2>/dev/null || cargo build --release -p url-dedup-crawler
-  CRAWLER=$PWD/target/release/crawler
+  cargo build --profile dist -q -p url-dedup-crawler 2>/dev/null || cargo build --profile dist -p url-dedup-crawler
+  CRAWLER=$PWD/target/dist/crawler
 fi
 
 echo "generating a $PAGES-page site" >&2

@@ -12,9 +12,9 @@ PAGES=${1:-20000}
 HOSTS=${2:-64}
 WORKERS=${3:-4}
 cd "$(dirname "$0")/.."
-cargo build --release -q -p url-dedup-crawler --bin crawler --example site
-BIN=target/release/crawler
-SITE=target/release/examples/site
+cargo build --profile dist -q -p url-dedup-crawler --bin crawler --example site
+BIN=target/dist/crawler
+SITE=target/dist/examples/site
 work=$(mktemp -d)
 pids=()
 cleanup() {
