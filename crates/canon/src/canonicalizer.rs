@@ -79,7 +79,7 @@ impl Canonicalizer {
     /// let canon = Canonicalizer::default();
     /// assert_eq!(canon.canonicalize("http://example.com")?, "http://example.com/");
     /// assert_eq!(
-    ///     canon.canonicalize("http://bücher.example/Straße?sid=42")?,
+    ///     canon.canonicalize("http://bücher.example/Straße?PHPSESSID=42")?,
     ///     "http://xn--bcher-kva.example/Stra%C3%9Fe",
     /// );
     /// let long = format!("http://example.com/{}", "a".repeat(9000));

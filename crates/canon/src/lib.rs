@@ -33,8 +33,35 @@
 //! Policy options, each on or off ([`Policy`] documents the defaults): remove the fragment,
 //! sort query parameters (stable), drop an empty query, remove tracking parameters
 //! (`utm_*`, `gclid`, `fbclid`, `mc_eid`, ... configurable), remove session-id query and path
-//! parameters (`jsessionid`, `phpsessid`, `sid`, ...), fold `www.`, a trailing-slash policy,
-//! fold `http` into `https`, lower-case the path, and a length limit.
+//! parameters, fold `www.`, a trailing-slash policy, fold `http` into `https`, lower-case the
+//! path, and a length limit.
+//!
+//! # Session ids: remove only what cannot name a page
+//!
+//! A dropped parameter that names a page loses the page, so session ids are removed by a
+//! two-part rule:
+//!
+//! * names used for nothing but sessions ([`ParamList::session`]: `jsessionid`, `phpsessid`,
+//!   `aspsessionid*`, `cfid`, `cftoken`, ...) are removed whatever their value;
+//! * short names that sites also use for content ([`ParamList::session_token`]: `sid`, `s`,
+//!   `session`, ...) are removed only when the value [looks like a session
+//!   token](looks_like_session_token): 16 or more letters and digits, both present, with
+//!   frequent changes between digits, lower and upper case. `sid=01/05/17/222314` (a Slashdot
+//!   story), `sid=123` (PHP-Nuke) and `s=canonicalization` (a search) stay;
+//!   `sid=3f2a9c8e1b7d4a6f0e5c2b9a8d7f6e1c` goes.
+//!
+//! ```
+//! use url_dedup_canon::Canonicalizer;
+//!
+//! let canon = Canonicalizer::default();
+//! let story = "https://yro.slashdot.org/article.pl?sid=01/05/17/222314";
+//! assert_eq!(canon.canonicalize(story)?, story);
+//! assert_eq!(
+//!     canon.canonicalize("http://forum.example/t.php?sid=3f2a9c8e1b7d4a6f0e5c2b9a8d7f6e1c&t=4")?,
+//!     "http://forum.example/t.php?t=4",
+//! );
+//! # Ok::<(), url_dedup_canon::CanonError>(())
+//! ```
 //!
 //! # The cheap path
 //!
@@ -76,10 +103,12 @@ mod path;
 mod percent;
 mod policy;
 mod query;
+mod session_token;
 
 pub use canonicalizer::Canonicalizer;
 pub use error::CanonError;
 pub use param_list::ParamList;
 pub use policy::{Policy, TrailingSlash};
+pub use session_token::looks_like_session_token;
 #[cfg(test)]
 mod properties;

@@ -133,27 +133,53 @@ impl ParamList {
         ])
     }
 
-    /// The default session-id parameters: Java (`jsessionid`), PHP (`phpsessid`), ASP
-    /// (`aspsessionid*`), ColdFusion (`cfid`, `cftoken`) and the generic `sid`, `sessionid`,
-    /// `session_id`.
+    /// The default session-id parameters, names used for nothing else and so removed
+    /// whatever their value: Java (`jsessionid`), PHP (`phpsessid`), ASP (`aspsessionid*`),
+    /// ColdFusion (`cfid`, `cftoken`, always a pair of client numbers), osCommerce (`oscsid`),
+    /// Zen Cart (`zenid`) and the spelled-out `sessionid` and `session_id`.
+    ///
+    /// Short names such as `sid` are not here: they are in [`ParamList::session_token`], whose
+    /// parameters go only when the value looks like a session token.
     ///
     /// # Examples
     ///
     /// ```
     /// let list = url_dedup_canon::ParamList::session();
     /// assert!(list.matches("JSESSIONID") && list.matches("ASPSESSIONIDQQGGGNCU"));
+    /// assert!(!list.matches("sid"));
     /// ```
     pub fn session() -> Self {
         Self::new([
             "jsessionid",
             "phpsessid",
             "aspsessionid*",
-            "sid",
             "sessionid",
             "session_id",
             "cfid",
             "cftoken",
+            "oscsid",
+            "zenid",
         ])
+    }
+
+    /// The default ambiguous session names, removed only when the value
+    /// [looks like a session token](crate::looks_like_session_token): `sid` (a PHP session
+    /// name, but the story id of Slash and PHP-Nuke sites), `s` (vBulletin's session hash, but
+    /// WordPress's search words), `session`, `sess` and `sessid`.
+    ///
+    /// `id`, `ref`, `token` and the like are deliberately absent: a long random value in them
+    /// is as often a document id, a commit or a download key as a session, and each names a
+    /// page.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let list = url_dedup_canon::ParamList::session_token();
+    /// assert!(list.matches("SID") && list.matches("s"));
+    /// assert!(!list.matches("id") && !list.matches("ref"));
+    /// ```
+    pub fn session_token() -> Self {
+        Self::new(["sid", "s", "session", "sess", "sessid"])
     }
 }
 

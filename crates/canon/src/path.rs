@@ -1,6 +1,7 @@
 //! Path rewriting after the WHATWG parser: session path parameters, dot segments those
 //! removals expose, and the trailing-slash policy.
 
+use crate::query::split_pair;
 use crate::{Policy, TrailingSlash};
 
 /// Rewrites the path that occupies `out[start..]` (already percent-normalized, starting
@@ -34,7 +35,7 @@ pub(crate) fn looks_like_directory_without_slash(path: &str) -> bool {
     !last.is_empty() && !last.contains('.')
 }
 
-/// Drops `;name=value` path parameters whose name is a session parameter, from every
+/// Drops `;name=value` path parameters that are session ids under the policy, from every
 /// segment, then resolves any `.` or `..` segment this exposed (`/a/..;jsessionid=1/b`
 /// was opaque to the parser but is `/a/../b` now, which a second pass would resolve).
 fn remove_session_params(path: &mut String, policy: &Policy) {
@@ -49,8 +50,8 @@ fn remove_session_params(path: &mut String, policy: &Policy) {
         out.push_str(head);
         let mut removed = false;
         for param in params {
-            let name = param.split('=').next().unwrap_or_default();
-            if policy.session_params.matches(name) {
+            let (name, value) = split_pair(param);
+            if policy.drops_session_param(name, value) {
                 removed = true;
             } else {
                 out.push(';');

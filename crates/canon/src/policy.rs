@@ -1,6 +1,6 @@
 //! What a [`Canonicalizer`](crate::Canonicalizer) changes beyond RFC 3986 section 6.
 
-use crate::ParamList;
+use crate::{ParamList, looks_like_session_token};
 
 /// What to do with a slash at the end of a path.
 ///
@@ -70,11 +70,18 @@ pub struct Policy {
     pub remove_tracking_params: bool,
     /// Names of tracking parameters; see [`ParamList::tracking`] for the default list.
     pub tracking_params: ParamList,
-    /// Remove session-id query parameters and path parameters (`;jsessionid=...`) named in
-    /// [`Policy::session_params`]. Default: on.
+    /// Remove session ids from the query and from path parameters (`;jsessionid=...`):
+    /// parameters named in [`Policy::session_params`] whatever their value, and parameters
+    /// named in [`Policy::session_token_params`] when their value
+    /// [looks like a session token](crate::looks_like_session_token). Default: on.
     pub remove_session_params: bool,
-    /// Names of session-id parameters; see [`ParamList::session`] for the default list.
+    /// Names used for nothing but session ids, removed whatever their value; see
+    /// [`ParamList::session`] for the default list.
     pub session_params: ParamList,
+    /// Names that some sites use for session ids and others for content (`sid` is the story
+    /// id of Slash and PHP-Nuke sites, `s` a search word), removed only when the value looks
+    /// like a session token; see [`ParamList::session_token`] for the default list.
+    pub session_token_params: ParamList,
     /// Remove leading `www.` labels from host names (`www.example.com` becomes `example.com`),
     /// as long as a dot remains. Default: off, because a few sites serve different content
     /// on the two hosts.
@@ -103,6 +110,7 @@ impl Default for Policy {
             tracking_params: ParamList::tracking(),
             remove_session_params: true,
             session_params: ParamList::session(),
+            session_token_params: ParamList::session_token(),
             fold_www: false,
             trailing_slash: TrailingSlash::Keep,
             fold_scheme: false,
@@ -144,9 +152,16 @@ impl Policy {
         self.sort_query || self.remove_tracking_params || self.remove_session_params
     }
 
-    /// Whether the query parameter `name` is removed.
-    pub(crate) fn drops_param(&self, name: &str) -> bool {
+    /// Whether the query parameter `name=value` is removed.
+    pub(crate) fn drops_param(&self, name: &str, value: &str) -> bool {
         (self.remove_tracking_params && self.tracking_params.matches(name))
-            || (self.remove_session_params && self.session_params.matches(name))
+            || self.drops_session_param(name, value)
+    }
+
+    /// Whether the query or path parameter `name=value` is a session id this policy removes.
+    pub(crate) fn drops_session_param(&self, name: &str, value: &str) -> bool {
+        self.remove_session_params
+            && (self.session_params.matches(name)
+                || (self.session_token_params.matches(name) && looks_like_session_token(value)))
     }
 }

@@ -53,6 +53,7 @@ fn url_like() -> impl Strategy<Value = String> {
     });
     let pair = prop_oneof![
         "(a|b|c|utm_source|UTM_Medium|sid|gclid|q)=[a-z0-9%+ ']{0,4}",
+        "(sid|s|Session)=[a-f0-9]{14,18}",
         "[a-z]{0,2}",
         Just(String::new()),
     ];
@@ -89,7 +90,7 @@ fn near_canonical() -> impl Strategy<Value = String> {
         6 => "[a-z0-9._~-]{0,6}",
         1 => prop::sample::select(vec![
             ".", "..", "%2e", "%2E", "%41", "%2F", "%2f", "%7E", "%C3%A9", "%", "%4", "A", "a;b",
-            "a;jsessionid=1", "..;sid=2", "é", " ", "{", "'", "|", ":", "@", "!$&()*+,=",
+            "a;jsessionid=1", "..;sid=2", "a;sid=3f2a9c8e1b7d4a6f0e5c2b9a", "é", " ", "{", "'", "|", ":", "@", "!$&()*+,=",
         ])
         .prop_map(str::to_owned),
     ];
@@ -97,7 +98,8 @@ fn near_canonical() -> impl Strategy<Value = String> {
     let pair = prop_oneof![
         4 => "[a-d]=[a-z0-9]{0,3}",
         1 => prop::sample::select(vec![
-            "", "=", "utm_source=x", "SID=1", "gclid", "q=%41", "q=%2f", "q='", "q=/?", "e=é", "e= ",
+            "", "=", "utm_source=x", "SID=1", "sid=3f2a9c8e1b7d4a6f0e5c2b9a", "s=01/05/17/2223",
+            "s=Xk3fP9aQz7LmN2bV", "gclid", "q=%41", "q=%2f", "q='", "q=/?", "e=é", "e= ",
         ])
         .prop_map(str::to_owned),
     ];

@@ -2,12 +2,13 @@
 
 use crate::{Policy, percent};
 
-/// The name of a `name=value` pair (everything before the first `=`).
+/// The name and value of a `name=value` pair, split at the first `=` (the value is empty
+/// when there is none).
 #[inline]
-fn param_name(pair: &str) -> &str {
+pub(crate) fn split_pair(pair: &str) -> (&str, &str) {
     match pair.as_bytes().iter().position(|&b| b == b'=') {
-        Some(end) => &pair[..end],
-        None => pair,
+        Some(end) => (&pair[..end], &pair[end + 1..]),
+        None => (pair, ""),
     }
 }
 
@@ -35,8 +36,11 @@ pub(crate) fn write(query: &str, policy: &Policy, out: &mut String) {
     let mut pairs: Vec<(&str, &str)> = query
         .split('&')
         .filter(|pair| !pair.is_empty())
-        .map(|pair| (param_name(pair), pair))
-        .filter(|&(name, _)| !policy.drops_param(name))
+        .filter(|pair| {
+            let (name, value) = split_pair(pair);
+            !policy.drops_param(name, value)
+        })
+        .map(|pair| (split_pair(pair).0, pair))
         .collect();
     if policy.sort_query {
         // Stable: repeated names keep their order, which often matters.
@@ -60,9 +64,9 @@ pub(crate) fn write(query: &str, policy: &Policy, out: &mut String) {
 pub(crate) fn is_clean(query: &str, policy: &Policy) -> bool {
     let mut previous = "";
     query.split('&').all(|pair| {
-        let name = param_name(pair);
+        let (name, value) = split_pair(pair);
         let keep = !(pair.is_empty()
-            || policy.drops_param(name)
+            || policy.drops_param(name, value)
             || (policy.sort_query && name < previous));
         previous = name;
         keep
