@@ -1,11 +1,14 @@
 //! A throwaway `redis-server` for tests: this crate's, the crawler's and the two-tier protocol's.
 //!
 //! [`RedisServer::start`] runs a real server on a free loopback port in a fresh temporary
-//! directory, waits until it answers `PING`, and kills it when dropped. Fault tests call
-//! [`kill`](RedisServer::kill) and [`restart`](RedisServer::restart) (same port, same directory),
-//! so clients that reconnect find it again. A [`durable`](RedisServer::start_durable) server
-//! writes an fsync-always append-only file, so a restart keeps every acknowledged write; the
-//! default server keeps nothing (`--save '' --appendonly no`), like a cache that lost its memory.
+//! directory, waits until it answers `PING`, and kills it when dropped or when the test process
+//! ends without dropping it (a server kept in a `static`, a failed run, a test binary killed
+//! with SIGKILL): a small `sh` supervisor, whose stdin is a pipe from the test process, kills
+//! the server once that pipe closes. Fault tests call [`kill`](RedisServer::kill) and
+//! [`restart`](RedisServer::restart) (same port, same directory), so clients that reconnect
+//! find it again. A [`durable`](RedisServer::start_durable) server writes an fsync-always
+//! append-only file, so a restart keeps every acknowledged write; the default server keeps
+//! nothing (`--save '' --appendonly no`), like a cache that lost its memory.
 //!
 //! Tests should use [`RedisServer::start_or_skip`]: with no `redis-server` binary and no `CI`
 //! variable it prints a loud notice and returns `None`; under `CI` a missing binary is a failure.
@@ -33,6 +36,27 @@ use std::time::{Duration, Instant};
 
 /// How long a server may take to answer its first `PING` (a durable one replays its log first).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How often a starting server is pinged: it usually answers within a few milliseconds.
+const STARTUP_POLL: Duration = Duration::from_millis(2);
+
+/// The `sh` script every server runs under (`"$@"` is the server's command line). A
+/// `static` server is never dropped and a test process may be killed outright, so the server
+/// must not depend on this process cleaning up: the script starts it, a watcher kills it
+/// (SIGKILL) once the script's stdin, a pipe only the test process writes to, reaches end of
+/// file, and the script exits when the server does, so a live script means a live server. The
+/// watcher is stopped once the server is gone, so it can never signal a reused process id.
+const SUPERVISOR: &str = r#"exec 3<&0
+"$@" </dev/null >/dev/null 2>&1 3<&- &
+server=$!
+{ read -r _ <&3; kill -9 "$server" 2>/dev/null; } &
+watcher=$!
+exec 3<&-
+wait "$server"
+status=$?
+kill "$watcher" 2>/dev/null
+exit "$status"
+"#;
 
 /// A multi-threaded tokio runtime with two workers (the machines this runs on have two cores)
 /// and every driver enabled: what a test needs to run async clients against a [`RedisServer`].
@@ -87,7 +111,8 @@ pub fn command_calls(
         .sum())
 }
 
-/// A `redis-server` child process on `127.0.0.1`, killed on drop.
+/// A `redis-server` process on `127.0.0.1`, killed on drop or when the process that started
+/// it ends, however it ends.
 ///
 /// # Examples
 ///
@@ -251,8 +276,10 @@ impl RedisServer {
 
     fn spawn(&mut self) -> io::Result<()> {
         let dir = self.dir.path();
-        let mut cmd = Command::new(&self.binary);
-        cmd.arg("--port")
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", SUPERVISOR, "redis-supervisor"])
+            .arg(&self.binary)
+            .arg("--port")
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", ""])
             .arg("--dir")
@@ -265,8 +292,10 @@ impl RedisServer {
         } else {
             cmd.args(["--appendonly", "no"]);
         }
+        // The supervisor's stdin is a pipe whose only writer is this process: it closes when
+        // the process ends for any reason, and the supervisor then kills the server.
         let mut child = cmd
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;
@@ -283,8 +312,7 @@ impl RedisServer {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
+                stop(child);
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
@@ -293,7 +321,7 @@ impl RedisServer {
                     ),
                 ));
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(STARTUP_POLL);
         }
     }
 
@@ -369,9 +397,8 @@ impl RedisServer {
     /// assert!(std::net::TcpStream::connect(("127.0.0.1", server.port())).is_err());
     /// ```
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = self.child.take() {
+            stop(child);
         }
     }
 
@@ -413,6 +440,13 @@ impl Drop for RedisServer {
     }
 }
 
+/// Closes the supervisor's stdin, which makes it kill the server (SIGKILL: no shutdown, no
+/// final save), and waits until both are gone, so the port is free when this returns.
+fn stop(mut child: Child) {
+    drop(child.stdin.take());
+    let _ = child.wait();
+}
+
 fn free_port() -> io::Result<u16> {
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
     Ok(listener.local_addr()?.port())
@@ -437,4 +471,110 @@ fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Stdio;
+    use std::sync::OnceLock;
+
+    const HOLDER_ENV: &str = "URL_DEDUP_REDIS_SERVER_HOLDER";
+
+    /// Runs only as a child of the tests below: starts a server, keeps it in a `static` (never
+    /// dropped, as the suites' shared servers are), reports its port and process id, then either
+    /// returns at once (`exit`: the process ends without running any destructor) or waits to
+    /// be killed (`wait`).
+    #[test]
+    #[ignore = "helper process, started by its parent test"]
+    fn server_holder() {
+        static SERVER: OnceLock<RedisServer> = OnceLock::new();
+        let Ok(end) = env::var(HOLDER_ENV) else {
+            return;
+        };
+        let server = SERVER.get_or_init(|| RedisServer::start().expect("redis-server starts"));
+        let mut conn = redis::Client::open(server.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect");
+        let info: String = redis::cmd("INFO").arg("server").query(&mut conn).unwrap();
+        let pid = info
+            .lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .expect("INFO server has process_id")
+            .trim()
+            .to_owned();
+        println!("SERVER {} {pid}", server.port());
+        if end == "wait" {
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+
+    fn alive(pid: &str) -> bool {
+        Command::new("kill")
+            .args(["-0", pid])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Starts [`server_holder`] in a child test process ending as `end` (`exit` or `wait`, then
+    /// SIGKILL) and checks that its server's process is gone and its port stops answering.
+    fn server_dies_with_its_process(end: &str) {
+        if RedisServer::binary().is_none() {
+            let _ = RedisServer::start_or_skip("server_dies_with_its_process");
+            return;
+        }
+        let mut child = Command::new(env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "testing::tests::server_holder",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(HOLDER_ENV, end)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map_while(Result::ok);
+        let (port, pid) = lines
+            .find_map(|line| {
+                let (port, pid) = line.strip_prefix("SERVER ")?.split_once(' ')?;
+                Some((port.parse::<u16>().ok()?, pid.to_owned()))
+            })
+            .expect("the holder reports its server");
+        if end == "wait" {
+            child.kill().unwrap(); // SIGKILL: no destructor, no exit handler runs
+        }
+        // Read the holder's last words, or it fails writing its summary to a closed pipe.
+        lines.for_each(drop);
+        child.wait().unwrap();
+        // The server is killed by whatever watches the holder; give it a moment, not forever.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (alive(&pid) || ping(port)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (left_alive, answering) = (alive(&pid), ping(port));
+        if left_alive {
+            // Do not leave the stray server behind when the check fails.
+            let _ = Command::new("kill").args(["-9", &pid]).status();
+        }
+        assert!(
+            !left_alive && !answering,
+            "redis-server {pid} on port {port} outlived its test process ({end}): alive {left_alive}, answering {answering}"
+        );
+    }
+
+    #[test]
+    fn server_dies_when_its_process_exits_without_dropping_it() {
+        server_dies_with_its_process("exit");
+    }
+
+    #[test]
+    fn server_dies_when_its_process_is_killed() {
+        server_dies_with_its_process("wait");
+    }
 }
