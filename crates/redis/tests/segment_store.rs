@@ -5,7 +5,7 @@
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -32,49 +32,154 @@ fn urls(n: usize) -> Vec<String> {
         .collect()
 }
 
-/// A deterministic shuffle, so racing clients meet the URLs in different orders.
-fn shuffled(mut v: Vec<String>, seed: u64) -> Vec<String> {
-    let mut state = seed | 1;
-    for i in (1..v.len()).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        v.swap(i, (state % (i as u64 + 1)) as usize);
+/// What one racer admitted: each URL with the round it was admitted in. Rounds are the racers'
+/// shared clock: every racer starts round `r` only once all of them have finished round `r - 1`.
+type Admitted = Vec<(usize, String)>;
+
+/// One racer: walks all of `urls`, in the same order as every other racer, one batch per
+/// round, waiting at `barrier(round)` before each, so all racers check and insert the same
+/// batch at the same moment.
+fn race(
+    filter: &SegmentedBloomFilter<SipHash13, RedisSegmentStore>,
+    urls: &[String],
+    batch: usize,
+    mut barrier: impl FnMut(usize),
+) -> Admitted {
+    let mut admitted = Vec::new();
+    for (round, batch) in urls.chunks(batch).enumerate() {
+        barrier(round);
+        let new = filter.try_check_and_insert_batch(batch).unwrap();
+        admitted.extend(
+            batch
+                .iter()
+                .zip(new)
+                .filter(|(_, n)| *n)
+                .map(|(u, _)| (round, u.clone())),
+        );
     }
-    v
+    admitted
+}
+
+/// The racers raced and admitted each of `total` URLs at most once: every racer admitted some
+/// URLs and their admission windows (first to last round) intersect, so the admissions were
+/// interleaved rather than one racer's after another's; no URL was admitted twice; and fewer
+/// than `max_missed` (false positives) were admitted by no one.
+fn assert_raced_exactly_once(racers: &[Admitted], total: usize, max_missed: usize) {
+    for (r, admitted) in racers.iter().enumerate() {
+        assert!(!admitted.is_empty(), "racer {r} admitted nothing: no race");
+    }
+    let latest_start = racers.iter().map(|a| a[0].0).max().unwrap();
+    let earliest_end = racers.iter().map(|a| a[a.len() - 1].0).min().unwrap();
+    assert!(
+        latest_start <= earliest_end,
+        "the racers admitted one after another (a racer's first admission in round \
+         {latest_start}, another's last in round {earliest_end})"
+    );
+    let mut unique = HashSet::new();
+    let doubles: Vec<&String> = racers
+        .iter()
+        .flatten()
+        .map(|(_, u)| u)
+        .filter(|u| !unique.insert(*u))
+        .collect();
+    assert!(doubles.is_empty(), "URLs admitted twice: {doubles:?}");
+    let missed = total - unique.len();
+    assert!(
+        missed < max_missed,
+        "{missed} URLs never admitted: far more than false positives explain"
+    );
+}
+
+/// A barrier for racing threads that gives up after a minute, so a racer that failed fails the
+/// test instead of leaving the others waiting for it forever.
+struct Rounds {
+    parties: usize,
+    /// How many threads wait in the current round, and how many rounds were completed.
+    state: Mutex<(usize, usize)>,
+    next: Condvar,
+}
+
+impl Rounds {
+    fn new(parties: usize) -> Self {
+        Self {
+            parties,
+            state: Mutex::new((0, 0)),
+            next: Condvar::new(),
+        }
+    }
+
+    fn wait(&self, round: usize) {
+        let mut state = self.state.lock().unwrap();
+        let completed = state.1;
+        state.0 += 1;
+        if state.0 == self.parties {
+            *state = (0, completed + 1);
+            self.next.notify_all();
+            return;
+        }
+        let (_state, wait) = self
+            .next
+            .wait_timeout_while(state, Duration::from_secs(60), |s| s.1 == completed)
+            .unwrap();
+        assert!(
+            !wait.timed_out(),
+            "the other racers never reached round {round}"
+        );
+    }
+}
+
+/// A barrier across processes, in Redis: each of `parties` racers counts itself in for
+/// `round`; the last one releases the others, who block on a list until it does.
+fn redis_barrier(conn: &mut redis::Connection, parties: usize, round: usize) {
+    let arrived: usize = redis::cmd("INCR")
+        .arg(format!("race:arrived:{round}"))
+        .query(conn)
+        .unwrap();
+    let go = format!("race:go:{round}");
+    if arrived == parties {
+        let _: usize = redis::cmd("RPUSH")
+            .arg(&go)
+            .arg(vec![1; parties - 1])
+            .query(conn)
+            .unwrap();
+    } else {
+        let released: Option<(String, u8)> =
+            redis::cmd("BLPOP").arg(&go).arg(60).query(conn).unwrap();
+        assert!(
+            released.is_some(),
+            "the other racers never reached round {round}"
+        );
+    }
 }
 
 const CHILD_ENV: &str = "URL_DEDUP_REDIS_RACE_CHILD";
+const RACERS: usize = 3;
 
-/// Runs only as a child of `processes_race_and_admit_each_url_once`: inserts every URL in its
-/// own order and writes the ones it was told were new to a file.
+/// Runs only as a child of `processes_race_and_admit_each_url_once`: races the others through
+/// a Redis barrier and writes the URLs it was told were new, with their rounds, to a file.
 #[test]
 #[ignore = "helper process, started by its parent test"]
 fn race_child() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let mut parts = spec.split('|');
-    let (url, seed, out) = (
-        parts.next().unwrap(),
-        parts.next().unwrap().parse::<u64>().unwrap(),
-        parts.next().unwrap(),
-    );
+    let (url, out) = spec.split_once('|').unwrap();
     let filter = RedisSegmentStore::join::<SipHash13>(url, StoreOptions::new("race")).unwrap();
-    let mine = shuffled(urls(20_000), seed);
+    let mut conn = redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .unwrap();
+    let admitted = race(&filter, &urls(20_000), 250, |round| {
+        redis_barrier(&mut conn, RACERS, round)
+    });
     let mut file = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
-    for batch in mine.chunks(250) {
-        let new = filter.try_check_and_insert_batch(batch).unwrap();
-        for (u, n) in batch.iter().zip(new) {
-            if n {
-                writeln!(file, "{u}").unwrap();
-            }
-        }
+    for (round, u) in admitted {
+        writeln!(file, "{round} {u}").unwrap();
     }
 }
 
-/// Three processes insert the same 20,000 URLs in different orders: no URL is admitted by two
-/// of them, and all but false positives are admitted by one.
+/// Three processes insert the same 20,000 URLs in the same order, starting each batch
+/// together: they all admit some, no URL is admitted by two of them, and all but false
+/// positives are admitted by one.
 #[test]
 fn processes_race_and_admit_each_url_once() {
     let Some(server) = RedisServer::start_or_skip("processes_race") else {
@@ -89,16 +194,13 @@ fn processes_race_and_admit_each_url_once() {
         20_000,
     )
     .unwrap();
-    let dir = tempfile_dir();
-    let children: Vec<_> = (0..3)
+    let dir = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..RACERS)
         .map(|c| {
-            let out = dir.join(format!("admitted-{c}"));
+            let out = dir.path().join(format!("admitted-{c}"));
             let child = std::process::Command::new(std::env::current_exe().unwrap())
                 .args(["--exact", "race_child", "--ignored", "--nocapture"])
-                .env(
-                    CHILD_ENV,
-                    format!("{}|{}|{}", server.url(), c + 11, out.display()),
-                )
+                .env(CHILD_ENV, format!("{}|{}", server.url(), out.display()))
                 // The child's own test summary would read like one of ours.
                 .stdout(std::process::Stdio::null())
                 .spawn()
@@ -106,32 +208,21 @@ fn processes_race_and_admit_each_url_once() {
             (child, out)
         })
         .collect();
-    let mut admitted = HashSet::new();
-    let mut doubles = 0;
-    for (mut child, out) in children {
-        assert!(child.wait().unwrap().success());
-        for line in std::fs::read_to_string(out).unwrap().lines() {
-            if !admitted.insert(line.to_owned()) {
-                doubles += 1;
-            }
-        }
-    }
-    assert_eq!(doubles, 0, "URLs admitted by two processes");
-    let missed = 20_000 - admitted.len();
-    assert!(
-        missed < 200,
-        "{missed} URLs never admitted: far more than 1% false positives"
-    );
-}
-
-fn tempfile_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "url-dedup-redis-race-{}-{:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    let racers: Vec<Admitted> = children
+        .into_iter()
+        .map(|(mut child, out)| {
+            assert!(child.wait().unwrap().success());
+            std::fs::read_to_string(out)
+                .unwrap()
+                .lines()
+                .map(|line| {
+                    let (round, u) = line.split_once(' ').unwrap();
+                    (round.parse().unwrap(), u.to_owned())
+                })
+                .collect()
+        })
+        .collect();
+    assert_raced_exactly_once(&racers, 20_000, 200);
 }
 
 /// Four threads, each with its own connection, race on the same URLs, in both write modes.
@@ -152,37 +243,29 @@ fn threads_race(mode: WriteMode) {
     });
 }
 
-/// Four threads check and insert the same 10,000 URLs, each in its own order, in batches of
-/// 100, each through the filter `open` gives it: no URL may be admitted twice, and all but a
-/// few (false positives) must be admitted once.
+/// Four threads check and insert the same 10,000 URLs in the same order, in batches of 100
+/// that they start together (a barrier), each through the filter `open` gives it: they all
+/// admit some, no URL is admitted twice, and all but a few (false positives) are admitted.
 fn assert_each_url_admitted_once<F>(open: impl Fn() -> F + Sync)
 where
     F: Borrow<SegmentedBloomFilter<SipHash13, RedisSegmentStore>>,
 {
-    let admitted = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for t in 0..4 {
-            let (open, admitted) = (&open, &admitted);
-            s.spawn(move || {
-                let owned = open();
-                let filter = owned.borrow();
-                for batch in shuffled(urls(10_000), t + 1).chunks(100) {
-                    let new = filter.try_check_and_insert_batch(batch).unwrap();
-                    admitted.lock().unwrap().extend(
-                        batch
-                            .iter()
-                            .zip(new)
-                            .filter(|(_, n)| *n)
-                            .map(|(u, _)| u.clone()),
-                    );
-                }
-            });
-        }
+    const THREADS: usize = 4;
+    let all = urls(10_000);
+    let rounds = Rounds::new(THREADS);
+    let racers: Vec<Admitted> = std::thread::scope(|s| {
+        let racers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (open, all, rounds) = (&open, &all, &rounds);
+                s.spawn(move || {
+                    let owned = open();
+                    race(owned.borrow(), all, 100, |round| rounds.wait(round))
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
     });
-    let admitted = admitted.into_inner().unwrap();
-    let unique: HashSet<&String> = admitted.iter().collect();
-    assert_eq!(unique.len(), admitted.len(), "a URL was admitted twice");
-    assert!(10_000 - unique.len() < 100);
+    assert_raced_exactly_once(&racers, 10_000, 100);
 }
 
 #[test]
