@@ -1,6 +1,8 @@
-//! Many threads, overlapping URL sets: every distinct URL is admitted exactly once, except
-//! genuine false positives, which are identified and counted.
+//! Many threads racing on the same URLs at the same moment: every distinct URL is admitted
+//! exactly once, except genuine false positives, which are identified and counted, and every
+//! race is checked to have been one (each thread admitted URLs, interleaved with the others).
 
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use url_dedup_bloom::{HashKey, SipHash13};
@@ -12,42 +14,100 @@ fn urls(n: usize) -> Vec<String> {
         .collect()
 }
 
-/// Runs `threads` threads over `urls`; thread `t` walks the list starting at a rotation of
-/// `t * rotate` (0 means all threads race on the same item at the same time). Returns the
-/// admissions per URL.
+/// How a racer checks and inserts.
+#[derive(Clone, Copy, Debug)]
+enum Path {
+    /// `check_and_insert`, one URL at a time.
+    Single,
+    /// `check_and_insert_batch`, 100 URLs at a time.
+    Batch,
+    /// `try_check_and_insert_batch`, the path every store shares, 64 URLs at a time.
+    Generic,
+}
+
+/// URLs per round: each racer checks and inserts a round's URLs, then waits for the others.
+const ROUND: usize = 100;
+
+/// When one racer admitted URLs. The racers' shared clock is the round (or, in lockstep, the
+/// URL): no racer starts round `r` before every racer has finished round `r - 1`.
+#[derive(Debug, Default)]
+struct Racer {
+    admitted: usize,
+    first: Option<usize>,
+    last: usize,
+}
+
+impl Racer {
+    fn admit(&mut self, round: usize) {
+        self.admitted += 1;
+        self.first.get_or_insert(round);
+        self.last = round;
+    }
+}
+
+/// The racers really raced: each admitted some URLs, and their admission windows (first to
+/// last round) intersect, so the admissions were interleaved, not one racer's after another's.
+/// Without a common start, most racers in these tests admitted nothing: one or two threads had
+/// inserted every URL before the others were scheduled.
+fn assert_overlapped(racers: &[Racer]) {
+    for (r, racer) in racers.iter().enumerate() {
+        assert!(racer.admitted > 0, "racer {r} admitted nothing: no race");
+    }
+    let latest_start = racers.iter().filter_map(|r| r.first).max().unwrap();
+    let earliest_end = racers.iter().map(|r| r.last).min().unwrap();
+    assert!(
+        latest_start <= earliest_end,
+        "the racers admitted one after another (a racer's first admission in round \
+         {latest_start}, another's last in round {earliest_end})"
+    );
+}
+
+/// Runs `threads` threads over `urls`, all in the same order, in rounds of [`ROUND`] URLs
+/// that they start together (a barrier), so they race on the same URLs at the same moment.
+/// Asserts that they raced ([`assert_overlapped`]) and returns the admissions per URL.
 fn admissions(
     filter: &SegmentedBloomFilter,
     urls: &[String],
     threads: usize,
-    rotate: usize,
-    batch: bool,
+    path: Path,
 ) -> Vec<u8> {
     let counts: Vec<AtomicU8> = urls.iter().map(|_| AtomicU8::new(0)).collect();
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            let counts = &counts;
-            s.spawn(move || {
-                let start = (t * rotate) % urls.len();
-                let order: Vec<usize> = (start..urls.len()).chain(0..start).collect();
-                if batch {
-                    for chunk in order.chunks(100) {
-                        let items: Vec<&String> = chunk.iter().map(|&i| &urls[i]).collect();
-                        for (&i, new) in chunk.iter().zip(filter.check_and_insert_batch(&items)) {
-                            if new {
-                                counts[i].fetch_add(1, Ordering::Relaxed);
+    // A plain barrier: between two waits a racer only calls the in-memory filter, which does
+    // not fail, so no racer leaves the others waiting.
+    let barrier = Barrier::new(threads);
+    let racers: Vec<Racer> = std::thread::scope(|s| {
+        let racers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (counts, barrier) = (&counts, &barrier);
+                s.spawn(move || {
+                    let mut racer = Racer::default();
+                    for (round, chunk) in urls.chunks(ROUND).enumerate() {
+                        barrier.wait();
+                        let new: Vec<bool> = match path {
+                            Path::Single => {
+                                chunk.iter().map(|u| filter.check_and_insert(u)).collect()
                             }
+                            Path::Batch => chunk
+                                .chunks(100)
+                                .flat_map(|b| filter.check_and_insert_batch(b))
+                                .collect(),
+                            Path::Generic => chunk
+                                .chunks(64)
+                                .flat_map(|b| filter.try_check_and_insert_batch(b).unwrap())
+                                .collect(),
+                        };
+                        for (i, _) in new.iter().enumerate().filter(|(_, n)| **n) {
+                            counts[round * ROUND + i].fetch_add(1, Ordering::Relaxed);
+                            racer.admit(round);
                         }
                     }
-                } else {
-                    for i in order {
-                        if filter.check_and_insert(&urls[i]) {
-                            counts[i].fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            });
-        }
+                    racer
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
     });
+    assert_overlapped(&racers);
     counts.into_iter().map(AtomicU8::into_inner).collect()
 }
 
@@ -92,14 +152,9 @@ fn filter(items: u64, fpr: f64, segment_bits: u64) -> SegmentedBloomFilter {
 #[test]
 fn racing_threads_admit_each_url_once() {
     let urls = urls(60_000);
-    for (threads, rotate, batch) in [
-        (2, 0, false),
-        (4, 0, false),
-        (4, 15_000, false),
-        (3, 0, true),
-    ] {
+    for (threads, path) in [(2, Path::Single), (4, Path::Single), (3, Path::Batch)] {
         let f = filter(60_000, 0.01, 512);
-        let counts = admissions(&f, &urls, threads, rotate, batch);
+        let counts = admissions(&f, &urls, threads, path);
         let fp = check(&f, &urls, &counts);
         // Expected ~0.5% on average over the fill; far below 2%.
         assert!(fp < urls.len() / 50, "{fp} false positives");
@@ -113,7 +168,7 @@ fn exactly_once_holds_with_heavy_false_positive_pressure() {
     // An overfull filter: many genuine false positives, and every one must be explained.
     let urls = urls(30_000);
     let f = filter(5_000, 0.05, 512);
-    let counts = admissions(&f, &urls, 4, 0, false);
+    let counts = admissions(&f, &urls, 4, Path::Single);
     let fp = check(&f, &urls, &counts);
     assert!(
         fp > 100,
@@ -126,7 +181,7 @@ fn exactly_once_holds_for_small_and_large_segments() {
     let urls = urls(20_000);
     for segment_bits in [64, 256, 1 << 16] {
         let f = filter(20_000, 0.01, segment_bits);
-        let counts = admissions(&f, &urls, 4, 0, false);
+        let counts = admissions(&f, &urls, 4, Path::Single);
         check(&f, &urls, &counts);
     }
 }
@@ -134,14 +189,14 @@ fn exactly_once_holds_for_small_and_large_segments() {
 #[test]
 fn split_segments_admit_each_url_once() {
     let urls = urls(40_000);
-    for batch in [false, true] {
+    for path in [Path::Single, Path::Batch] {
         let f = SegmentedBloomFilter::builder()
             .expected_items(40_000)
             .placement(Placement::Split)
             .key(HashKey::from_bytes([12; 16]))
             .build()
             .unwrap();
-        let counts = admissions(&f, &urls, 4, 10_000, batch);
+        let counts = admissions(&f, &urls, 4, path);
         let fp = check(&f, &urls, &counts);
         assert!(fp < urls.len() / 50, "{fp} false positives");
     }
@@ -151,12 +206,12 @@ fn split_segments_admit_each_url_once() {
 fn few_segments_many_threads() {
     // Eight segments: every insert contends on the same few locks.
     let f = SegmentedBloomFilter::builder()
-        .layout(Layout::new(8, 4096, 4).unwrap())
+        .layout(Layout::new(8, 1 << 15, 4).unwrap())
         .key(HashKey::from_bytes([2; 16]))
         .build()
         .unwrap();
-    let urls = urls(3_000);
-    let counts = admissions(&f, &urls, 6, 0, false);
+    let urls = urls(24_000);
+    let counts = admissions(&f, &urls, 6, Path::Single);
     check(&f, &urls, &counts);
 }
 
@@ -164,26 +219,10 @@ fn few_segments_many_threads() {
 fn generic_store_path_is_exactly_once_too() {
     let urls = urls(20_000);
     let f = filter(20_000, 0.01, 512);
-    let admitted = AtomicUsize::new(0);
-    let counts: Vec<AtomicU8> = urls.iter().map(|_| AtomicU8::new(0)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..3 {
-            s.spawn(|| {
-                for (chunk_i, chunk) in urls.chunks(64).enumerate() {
-                    let new = f.try_check_and_insert_batch(chunk).unwrap();
-                    for (j, n) in new.into_iter().enumerate() {
-                        if n {
-                            counts[chunk_i * 64 + j].fetch_add(1, Ordering::Relaxed);
-                            admitted.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            });
-        }
-    });
-    let counts: Vec<u8> = counts.into_iter().map(AtomicU8::into_inner).collect();
+    let counts = admissions(&f, &urls, 3, Path::Generic);
     let fp = check(&f, &urls, &counts);
-    assert_eq!(admitted.into_inner() + fp, urls.len());
+    let admitted = counts.iter().filter(|&&c| c == 1).count();
+    assert_eq!(admitted + fp, urls.len());
     let _: &SegmentedBloomFilter<SipHash13> = &f;
 }
 
@@ -196,28 +235,35 @@ fn lockstep_rounds_on_the_same_new_items() {
     let f = filter(30_000, 0.01, 512);
     let arrived = [AtomicUsize::new(0), AtomicUsize::new(0)];
     let counts: Vec<AtomicU8> = urls.iter().map(|_| AtomicU8::new(0)).collect();
-    std::thread::scope(|s| {
-        for me in 0..2 {
-            let (arrived, counts, urls, f) = (&arrived, &counts, &urls, &f);
-            s.spawn(move || {
-                for (i, url) in urls.iter().enumerate() {
-                    arrived[me].store(i + 1, Ordering::Release);
-                    let mut spins = 0u32;
-                    while arrived[1 - me].load(Ordering::Acquire) < i + 1 {
-                        spins += 1;
-                        if spins > 1_000 {
-                            std::thread::yield_now();
-                        } else {
-                            std::hint::spin_loop();
+    let racers: Vec<Racer> = std::thread::scope(|s| {
+        let racers: Vec<_> = (0..2)
+            .map(|me| {
+                let (arrived, counts, urls, f) = (&arrived, &counts, &urls, &f);
+                s.spawn(move || {
+                    let mut racer = Racer::default();
+                    for (i, url) in urls.iter().enumerate() {
+                        arrived[me].store(i + 1, Ordering::Release);
+                        let mut spins = 0u32;
+                        while arrived[1 - me].load(Ordering::Acquire) < i + 1 {
+                            spins += 1;
+                            if spins > 1_000 {
+                                std::thread::yield_now();
+                            } else {
+                                std::hint::spin_loop();
+                            }
+                        }
+                        if f.check_and_insert(url) {
+                            counts[i].fetch_add(1, Ordering::Relaxed);
+                            racer.admit(i);
                         }
                     }
-                    if f.check_and_insert(url) {
-                        counts[i].fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            });
-        }
+                    racer
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
     });
+    assert_overlapped(&racers);
     let counts: Vec<u8> = counts.into_iter().map(AtomicU8::into_inner).collect();
     check(&f, &urls, &counts);
 }
