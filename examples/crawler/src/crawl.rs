@@ -229,11 +229,32 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     }
 
     let interrupted = Arc::new(AtomicBool::new(false));
-    let background = tokio::spawn(housekeeping(shared.clone(), interrupted.clone()));
+    let signals = crate::signals::listen(crate::signals::Handlers {
+        drain: {
+            let (shared, interrupted) = (shared.clone(), interrupted.clone());
+            move || {
+                interrupted.store(true, Ordering::Relaxed);
+                shared.request_stop();
+            }
+        },
+        abort: {
+            let shared = shared.clone();
+            move || {
+                let mut state = shared.state();
+                state.flush();
+                // Never released: no other writer starts a journal line or WARC record
+                // before the process is gone.
+                std::mem::forget(state);
+            }
+        },
+    })
+    .map_err(CrawlError::io("installing signal handlers", &out))?;
+    let background = tokio::spawn(housekeeping(shared.clone()));
     for w in workers {
         let _ = w.await;
     }
     background.abort();
+    signals.abort();
 
     let mut state = shared.state();
     if let Some(e) = shared
@@ -263,14 +284,12 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     ))
 }
 
-/// Periodic checkpoints, progress lines, and Ctrl-C.
-async fn housekeeping(shared: Arc<Shared>, interrupted: Arc<AtomicBool>) {
+/// Periodic checkpoints and progress lines.
+async fn housekeeping(shared: Arc<Shared>) {
     let every = shared.config.checkpoint_every;
     let progress = shared.config.progress && std::io::stderr().is_terminal();
     let mut checkpoint = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     let mut tick = tokio::time::interval(Duration::from_secs(2));
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
     loop {
         tokio::select! {
             _ = checkpoint.tick() => {
@@ -282,11 +301,6 @@ async fn housekeeping(shared: Arc<Shared>, interrupted: Arc<AtomicBool>) {
             _ = tick.tick(), if progress => {
                 let state = shared.state();
                 eprintln!("fetched {} pages, {} queued", state.pages_done(), state.pending_len());
-            }
-            _ = &mut ctrl_c => {
-                eprintln!("interrupted: finishing the requests in flight, then checkpointing");
-                interrupted.store(true, Ordering::Relaxed);
-                shared.request_stop();
             }
         }
     }

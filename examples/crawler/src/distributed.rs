@@ -189,6 +189,28 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
     let seeds = node.config.seeds.clone();
     node.offer(seeds).await?;
 
+    let signals = crate::signals::listen(crate::signals::Handlers {
+        // This process leaves; the others carry on (the stop flag is for ending them all).
+        drain: {
+            let node = node.clone();
+            move || node.stopping.store(true, Ordering::Relaxed)
+        },
+        // What this process holds is requeued by the others once its lease expires.
+        abort: {
+            let node = node.clone();
+            move || {
+                let _ = node
+                    .fetched_log
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .flush();
+            }
+        },
+    })
+    .map_err(CrawlError::io(
+        "installing signal handlers",
+        &node.config.out,
+    ))?;
     let housekeeping = tokio::spawn(housekeeping(node.clone(), shared.lease));
     let mut failure = None;
     let mut period = node.period().await?;
@@ -217,6 +239,7 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         }
     }
     housekeeping.abort();
+    signals.abort();
     node.fetched_log
         .lock()
         .unwrap_or_else(|p| p.into_inner())

@@ -73,6 +73,7 @@ mod robots;
 mod router;
 mod scope;
 mod shards;
+mod signals;
 mod sitemap;
 mod skip;
 mod state;

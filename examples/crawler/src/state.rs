@@ -297,6 +297,17 @@ impl CrawlState {
         Ok(self.pending.is_empty())
     }
 
+    /// Pushes everything written so far to the OS (the journal and the WARC are already
+    /// flushed at every commit; the skip report is buffered), for a process about to exit
+    /// without a checkpoint. Best effort: the next run recovers from any torn tail.
+    pub(crate) fn flush(&mut self) {
+        let _ = self.journal.flush();
+        let _ = self.skips.flush();
+        if let Some(w) = &mut self.warc {
+            let _ = w.flush();
+        }
+    }
+
     /// Counts a page whose decoded body (by its XXH3 `hash`) equals an earlier page's: the same
     /// content under another URL, which no URL rule can see.
     pub(crate) fn body_seen_hash(&mut self, hash: u64) {

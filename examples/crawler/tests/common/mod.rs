@@ -18,6 +18,29 @@ pub struct Reply {
     pub headers: Vec<(&'static str, String)>,
     pub body: Vec<u8>,
     pub delay: Duration,
+    /// The reply is sent only once this gate is open.
+    pub hold: Option<Gate>,
+}
+
+/// A gate replies can wait behind: closed until [`Gate::open`], then open for good.
+#[derive(Clone)]
+pub struct Gate(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl Gate {
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    async fn passed(&self) {
+        let mut open = self.0.subscribe();
+        let _ = open.wait_for(|o| *o).await;
+    }
 }
 
 impl Reply {
@@ -30,6 +53,7 @@ impl Reply {
             headers: vec![("content-type", content_type.to_owned())],
             body,
             delay: Duration::ZERO,
+            hold: None,
         }
     }
     pub fn redirect(to: impl Into<String>) -> Self {
@@ -38,6 +62,7 @@ impl Reply {
             headers: vec![("location", to.into())],
             body: Vec::new(),
             delay: Duration::ZERO,
+            hold: None,
         }
     }
     pub fn not_found() -> Self {
@@ -49,6 +74,11 @@ impl Reply {
     }
     pub fn delayed(mut self, d: Duration) -> Self {
         self.delay = d;
+        self
+    }
+    /// Sent only once `gate` is open.
+    pub fn held(mut self, gate: &Gate) -> Self {
+        self.hold = Some(gate.clone());
         self
     }
 }
@@ -103,6 +133,9 @@ impl Site {
                 let reply = handler(&target, &headers);
                 if !reply.delay.is_zero() {
                     tokio::time::sleep(reply.delay).await;
+                }
+                if let Some(gate) = &reply.hold {
+                    gate.passed().await;
                 }
                 in_flight.fetch_sub(1, Ordering::SeqCst);
                 served.lock().unwrap().push((began, Instant::now()));
@@ -218,6 +251,90 @@ pub fn warc_responses(out: &Path) -> Vec<String> {
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Sends signal `name` (`INT`, `TERM`) to a running process.
+pub fn signal(child: &std::process::Child, name: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{name} failed");
+}
+
+/// The lines a child writes to a pipe, read on a thread as they come.
+pub struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Lines {
+    pub fn new(pipe: impl std::io::Read + Send + 'static) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(pipe)) {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (at most `limit`, a guard against hangs) for a line containing `needle`.
+    pub fn wait_for(&mut self, needle: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(l) = self.seen.iter().find(|l| l.contains(needle)) {
+                return l.clone();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => panic!("no line with {needle:?} within {limit:?}: {:?}", self.seen),
+            }
+        }
+    }
+
+    /// Every line read so far and until the pipe closes.
+    pub fn all(mut self) -> String {
+        self.seen.extend(self.rx.iter());
+        self.seen.join("\n")
+    }
+}
+
+/// Waits for a child to exit, killing it and failing when it has not after `limit` (a guard
+/// against hangs, not a timing assertion).
+pub fn wait_exit(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the crawler did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Polls `done` until it holds, failing after `limit` (a guard against hangs).
+pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "condition not reached in {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 pub fn temp_out() -> (tempfile::TempDir, PathBuf) {
