@@ -18,6 +18,16 @@ pub(crate) struct DecodeError {
     pub(crate) detail: String,
 }
 
+/// What to do with a body that decodes to more than the cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Overflow {
+    /// Refuse it (`decoded-too-large`).
+    Refuse,
+    /// Keep its first `cap` bytes; a stream that ends early (its wire bytes were cut) gives
+    /// what it decoded so far.
+    Prefix,
+}
+
 /// Decodes `wire` according to the `Content-Encoding` header value `encoding`, refusing to
 /// produce more than `cap` bytes.
 pub(crate) fn decode<'a>(
@@ -25,20 +35,38 @@ pub(crate) fn decode<'a>(
     wire: &'a [u8],
     cap: u64,
 ) -> Result<Cow<'a, [u8]>, DecodeError> {
+    decode_with(encoding, wire, cap, Overflow::Refuse)
+}
+
+/// The first `cap` decoded bytes of `wire`, which may itself be only the beginning of the
+/// body: for files read as far as needed (robots.txt).
+pub(crate) fn decode_prefix<'a>(
+    encoding: Option<&str>,
+    wire: &'a [u8],
+    cap: u64,
+) -> Result<Cow<'a, [u8]>, DecodeError> {
+    decode_with(encoding, wire, cap, Overflow::Prefix)
+}
+
+fn decode_with<'a>(
+    encoding: Option<&str>,
+    wire: &'a [u8],
+    cap: u64,
+    overflow: Overflow,
+) -> Result<Cow<'a, [u8]>, DecodeError> {
     let encoding = encoding
         .map(|e| e.trim().to_ascii_lowercase())
         .unwrap_or_default();
     match encoding.as_str() {
-        "" | "identity" => {
-            if wire.len() as u64 > cap {
-                return Err(too_large(cap));
-            }
-            Ok(Cow::Borrowed(wire))
-        }
-        "gzip" | "x-gzip" => read_capped(MultiGzDecoder::new(wire), cap).map(Cow::Owned),
+        "" | "identity" => match overflow {
+            _ if wire.len() as u64 <= cap => Ok(Cow::Borrowed(wire)),
+            Overflow::Refuse => Err(too_large(cap)),
+            Overflow::Prefix => Ok(Cow::Borrowed(&wire[..cap as usize])),
+        },
+        "gzip" | "x-gzip" => read_capped(MultiGzDecoder::new(wire), cap, overflow).map(Cow::Owned),
         // "deflate" is meant to be zlib-wrapped, but servers send raw deflate too.
-        "deflate" => read_capped(ZlibDecoder::new(wire), cap)
-            .or_else(|_| read_capped(DeflateDecoder::new(wire), cap))
+        "deflate" => read_capped(ZlibDecoder::new(wire), cap, overflow)
+            .or_else(|_| read_capped(DeflateDecoder::new(wire), cap, overflow))
             .map(Cow::Owned),
         other => Err(DecodeError {
             reason: SkipReason::BadEncoding,
@@ -47,17 +75,26 @@ pub(crate) fn decode<'a>(
     }
 }
 
-fn read_capped(reader: impl Read, cap: u64) -> Result<Vec<u8>, DecodeError> {
+fn read_capped(reader: impl Read, cap: u64, overflow: Overflow) -> Result<Vec<u8>, DecodeError> {
     let mut out = Vec::new();
-    reader
-        .take(cap.saturating_add(1))
-        .read_to_end(&mut out)
-        .map_err(|e| DecodeError {
-            reason: SkipReason::BadEncoding,
-            detail: e.to_string(),
-        })?;
+    let read = reader.take(cap.saturating_add(1)).read_to_end(&mut out);
+    match read {
+        Ok(_) => {}
+        // read_to_end keeps what it read before the error: the prefix of a cut stream.
+        Err(e) if overflow == Overflow::Prefix && e.kind() == std::io::ErrorKind::UnexpectedEof => {
+        }
+        Err(e) => {
+            return Err(DecodeError {
+                reason: SkipReason::BadEncoding,
+                detail: e.to_string(),
+            });
+        }
+    }
     if out.len() as u64 > cap {
-        return Err(too_large(cap));
+        match overflow {
+            Overflow::Refuse => return Err(too_large(cap)),
+            Overflow::Prefix => out.truncate(cap as usize),
+        }
     }
     Ok(out)
 }
@@ -106,6 +143,25 @@ mod tests {
         assert_eq!(err.reason, SkipReason::DecodedTooLarge);
         assert_eq!(
             decode(None, b"123456", 5).unwrap_err().reason,
+            SkipReason::DecodedTooLarge
+        );
+    }
+
+    #[test]
+    fn a_prefix_decodes_as_far_as_the_cap_or_the_cut() {
+        let text: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let packed = gzip(&text);
+        let first = decode_prefix(Some("gzip"), &packed, 1000).unwrap();
+        assert_eq!(first.as_ref(), &text[..1000]);
+        // The wire itself cut short: what it decodes to, never an error.
+        let cut = decode_prefix(Some("gzip"), &packed[..packed.len() / 2], 1 << 30).unwrap();
+        assert!(!cut.is_empty() && text.starts_with(&cut), "{}", cut.len());
+        assert_eq!(decode_prefix(None, b"123456", 4).unwrap().as_ref(), b"1234");
+        // Refusing stays the default.
+        assert_eq!(
+            decode(Some("gzip"), &packed, 1000).unwrap_err().reason,
             SkipReason::DecodedTooLarge
         );
     }

@@ -39,7 +39,7 @@ use url_dedup_segmented::SegmentedBloomFilter;
 
 use crate::canonical::Canonicalizer;
 use crate::error::CrawlError;
-use crate::fetch::{Fetcher, Validators};
+use crate::fetch::{BodyLimit, Fetcher, Validators};
 use crate::kernel::{Kernels, Response};
 use crate::logger::Logger;
 use crate::monitor::{Counters, Monitor, Pacer};
@@ -595,7 +595,12 @@ impl Node {
         let fetched = self
             .fetcher
             // Types are decided after the fetch: a kernel may read what the page filter refuses.
-            .get_if_changed(&url, self.config.fetch.max_body, false, known.as_ref())
+            .get_if_changed(
+                &url,
+                BodyLimit::Refuse(self.config.fetch.max_body),
+                false,
+                known.as_ref(),
+            )
             .await;
         let exchange = match fetched {
             Ok(x) => x,

@@ -85,6 +85,24 @@ impl FetchPolicy {
     }
 }
 
+/// How much of a body a fetch reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BodyLimit {
+    /// A body longer than this many bytes is refused (`body-too-large`): pages.
+    Refuse(u64),
+    /// Only the first this many bytes are read and the rest is left unread: files whose
+    /// beginning is what counts (robots.txt).
+    Prefix(u64),
+}
+
+impl BodyLimit {
+    fn bytes(self) -> u64 {
+        match self {
+            Self::Refuse(n) | Self::Prefix(n) => n,
+        }
+    }
+}
+
 /// A failed fetch.
 #[derive(Debug)]
 pub(crate) struct FetchFailure {
@@ -101,6 +119,8 @@ pub(crate) struct Exchange {
     pub(crate) version: Version,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Vec<u8>,
+    /// Whether `body` is only the beginning of what the server sent ([`BodyLimit::Prefix`]).
+    pub(crate) truncated: bool,
     pub(crate) date: SystemTime,
 }
 
@@ -168,14 +188,14 @@ impl Fetcher {
     }
 
     /// GETs `url`. Successful responses of a type the policy does not accept are refused on
-    /// their headers; any body larger than `max_body` is refused as it streams in.
+    /// their headers; the body is read as far as `limit` says, as it streams in.
     pub(crate) async fn get(
         &self,
         url: &Url,
-        max_body: u64,
+        limit: BodyLimit,
         filter_type: bool,
     ) -> Result<Exchange, FetchFailure> {
-        self.get_if_changed(url, max_body, filter_type, None).await
+        self.get_if_changed(url, limit, filter_type, None).await
     }
 
     /// [`get`](Self::get), conditional on the page having changed since `known` was stored
@@ -183,7 +203,7 @@ impl Fetcher {
     pub(crate) async fn get_if_changed(
         &self,
         url: &Url,
-        max_body: u64,
+        limit: BodyLimit,
         filter_type: bool,
         known: Option<&Validators>,
     ) -> Result<Exchange, FetchFailure> {
@@ -212,13 +232,28 @@ impl Fetcher {
                 });
             }
         }
-        if response.content_length().is_some_and(|len| len > max_body) {
-            return Err(too_large(max_body));
+        let max = limit.bytes();
+        let declared = response.content_length();
+        if let BodyLimit::Refuse(max) = limit
+            && declared.is_some_and(|len| len > max)
+        {
+            return Err(too_large(max));
         }
-        let mut body = Vec::new();
+        // Sized from the declared length when there is one, so a body at the cap takes its
+        // length in memory, not the next power of two.
+        let mut body = Vec::with_capacity(declared.unwrap_or(0).min(max) as usize);
+        let mut truncated = false;
         while let Some(chunk) = response.chunk().await.map_err(failure)? {
-            if (body.len() + chunk.len()) as u64 > max_body {
-                return Err(too_large(max_body));
+            let room = (max - body.len() as u64) as usize;
+            if chunk.len() > room {
+                match limit {
+                    BodyLimit::Refuse(max) => return Err(too_large(max)),
+                    BodyLimit::Prefix(_) => {
+                        body.extend_from_slice(&chunk[..room]);
+                        truncated = true;
+                        break;
+                    }
+                }
             }
             body.extend_from_slice(&chunk);
         }
@@ -228,6 +263,7 @@ impl Fetcher {
             version: response.version(),
             headers,
             body,
+            truncated,
             date,
         })
     }

@@ -8,7 +8,7 @@ use url::Url;
 
 use crate::canonical::Canonicalizer;
 use crate::crawl::Shared;
-use crate::fetch::Exchange;
+use crate::fetch::{BodyLimit, Exchange};
 use crate::frontier::{Job, JobKind};
 use crate::kernel::{FeedKernel, Kernel, Response};
 use crate::mirror;
@@ -37,7 +37,11 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
     };
     let fetched = shared
         .fetcher
-        .get(&url, config.fetch.max_body, job.kind == JobKind::Page)
+        .get(
+            &url,
+            BodyLimit::Refuse(config.fetch.max_body),
+            job.kind == JobKind::Page,
+        )
         .await;
     drop(host_slot);
     let exchange = match fetched {

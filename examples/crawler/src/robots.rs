@@ -7,10 +7,11 @@ use reqwest::StatusCode;
 use texting_robots::Robot;
 use url::Url;
 
-use crate::fetch::Fetcher;
+use crate::fetch::{BodyLimit, Fetcher};
 use crate::skip::SkipReason;
 
-/// RFC 9309 asks crawlers to parse at least 500 KiB; more is not read.
+/// RFC 9309 (section 2.5) asks crawlers to parse at least the first 500 KiB of a robots.txt;
+/// this much is read and parsed, and the rest of a longer file is left unread.
 const MAX_ROBOTS_BYTES: u64 = 512 * 1024;
 /// Redirects followed for robots.txt (RFC 9309: at least five).
 const MAX_ROBOTS_REDIRECTS: usize = 5;
@@ -71,9 +72,9 @@ impl RobotsRules {
             return Self::AllowAll;
         };
         for _ in 0..=MAX_ROBOTS_REDIRECTS {
-            let exchange = match fetcher.get(&url, MAX_ROBOTS_BYTES, false).await {
+            let limit = BodyLimit::Prefix(MAX_ROBOTS_BYTES);
+            let exchange = match fetcher.get(&url, limit, false).await {
                 Ok(x) => x,
-                Err(f) if f.reason == SkipReason::BodyTooLarge => return Self::AllowAll,
                 Err(f) => return Self::Unreachable(f.detail),
             };
             let status = exchange.status;
@@ -91,12 +92,15 @@ impl RobotsRules {
             }
             if status.is_success() {
                 let encoding = exchange.header(reqwest::header::CONTENT_ENCODING);
-                return match crate::content_coding::decode(
+                return match crate::content_coding::decode_prefix(
                     encoding,
                     &exchange.body,
                     MAX_ROBOTS_BYTES,
                 ) {
-                    Ok(body) => Self::parse(agent, &body),
+                    Ok(body) => {
+                        let cut = exchange.truncated || body.len() as u64 >= MAX_ROBOTS_BYTES;
+                        Self::parse(agent, if cut { whole_lines(&body) } else { &body })
+                    }
                     Err(_) => Self::AllowAll,
                 };
             }
@@ -107,6 +111,15 @@ impl RobotsRules {
         }
         Self::AllowAll
     }
+}
+
+/// `text` up to and including its last line break: the part of a file cut at an arbitrary
+/// byte that holds only whole lines, so a rule is never read half-way (`Disallow: /a` of
+/// `Disallow: /abc`).
+fn whole_lines(text: &[u8]) -> &[u8] {
+    text.iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(&[][..], |end| &text[..=end])
 }
 
 #[cfg(test)]
@@ -128,6 +141,16 @@ mod tests {
             RobotsRules::Unreachable(String::new()).verdict("http://h/"),
             Some(SkipReason::RobotsUnreachable)
         );
+    }
+
+    #[test]
+    fn a_cut_file_keeps_only_whole_lines() {
+        assert_eq!(
+            whole_lines(b"Disallow: /a\nDisallow: /abc"),
+            b"Disallow: /a\n"
+        );
+        assert_eq!(whole_lines(b"no line break"), b"");
+        assert_eq!(whole_lines(b"a\n"), b"a\n");
     }
 
     #[test]

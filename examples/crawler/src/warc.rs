@@ -79,6 +79,9 @@ impl WarcWriter {
             &req_extra,
         )?;
         let head = x.response_head();
+        if x.truncated {
+            extra.push(("WARC-Truncated", "length".to_owned()));
+        }
         self.record_with_id(
             &response_id,
             "response",

@@ -156,6 +156,46 @@ fn robots_rules_crawl_delay_and_sitemaps() {
     );
 }
 
+/// A robots.txt of `size` bytes: its first group disallows `/secret`, the rest is comments.
+fn huge_robots(size: usize) -> Vec<u8> {
+    let mut txt = b"User-agent: *\nDisallow: /secret\n".to_vec();
+    while txt.len() < size {
+        txt.extend_from_slice(b"# padding, still a valid robots.txt line\n");
+    }
+    txt
+}
+
+#[test]
+fn an_oversized_robots_txt_is_parsed_as_far_as_read_never_allow_all() {
+    // RFC 9309 section 2.5: crawlers parse at least the first 500 KiB.
+    let plain = huge_robots(10 << 20);
+    let compressed = gzip(&plain);
+    for encoding in ["identity", "gzip"] {
+        let body = if encoding == "gzip" {
+            compressed.clone()
+        } else {
+            plain.clone()
+        };
+        let site = Site::start(move |target, _| match target {
+            "/robots.txt" => {
+                Reply::new(200, "text/plain", body.clone()).header("content-encoding", encoding)
+            }
+            "/" => Reply::html(r#"<a href="/secret/a.html">s</a><a href="/public">p</a>"#),
+            "/public" | "/secret/a.html" => Reply::html("leaf"),
+            _ => Reply::not_found(),
+        });
+        let (_tmp, out) = temp_out();
+        crawl(&out, &site.url("/"), &[]);
+        assert_eq!(site.hit("/secret/a.html"), 0, "{encoding}");
+        assert_eq!(site.hit("/public"), 1, "{encoding}");
+        assert_eq!(
+            skipped_for(&out, "robots-disallowed"),
+            [site.url("/secret/a.html")],
+            "{encoding}"
+        );
+    }
+}
+
 #[test]
 fn unreachable_robots_txt_means_disallow_all() {
     let site = Site::start(|target, _| match target {
