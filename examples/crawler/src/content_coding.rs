@@ -64,14 +64,29 @@ fn decode_with<'a>(
             Overflow::Prefix => Ok(Cow::Borrowed(&wire[..cap as usize])),
         },
         "gzip" | "x-gzip" => read_capped(MultiGzDecoder::new(wire), cap, overflow).map(Cow::Owned),
-        // "deflate" is meant to be zlib-wrapped, but servers send raw deflate too.
-        "deflate" => read_capped(ZlibDecoder::new(wire), cap, overflow)
-            .or_else(|_| read_capped(DeflateDecoder::new(wire), cap, overflow))
-            .map(Cow::Owned),
+        // "deflate" is meant to be zlib-wrapped, but servers send raw deflate too: the header
+        // decides which, so the body is decoded once and an error is the stream's own (a
+        // body over the cap is over the cap, not "corrupt" from a second, raw attempt).
+        "deflate" if is_zlib(wire) => {
+            read_capped(ZlibDecoder::new(wire), cap, overflow).map(Cow::Owned)
+        }
+        "deflate" => read_capped(DeflateDecoder::new(wire), cap, overflow).map(Cow::Owned),
         other => Err(DecodeError {
             reason: SkipReason::BadEncoding,
             detail: format!("unsupported content-encoding {other:?}"),
         }),
+    }
+}
+
+/// Whether `wire` starts with a zlib header (RFC 1950 section 2.2): compression method 8
+/// (deflate), a window of at most 32 KiB, and the check bits making the first two bytes, read
+/// as a big-endian number, a multiple of 31.
+fn is_zlib(wire: &[u8]) -> bool {
+    match wire {
+        [cmf, flg, ..] => {
+            cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0
+        }
+        _ => false,
     }
 }
 
@@ -164,6 +179,30 @@ mod tests {
             decode(Some("gzip"), &packed, 1000).unwrap_err().reason,
             SkipReason::DecodedTooLarge
         );
+    }
+
+    #[test]
+    fn deflate_is_zlib_or_raw_by_its_header_and_decoded_once() {
+        use flate2::write::DeflateEncoder;
+        let data = vec![b'x'; 100_000];
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
+        z.write_all(&data).unwrap();
+        let zlib = z.finish().unwrap();
+        let mut r = DeflateEncoder::new(Vec::new(), Compression::best());
+        r.write_all(&data).unwrap();
+        let raw = r.finish().unwrap();
+        assert!(is_zlib(&zlib) && !is_zlib(&raw));
+        for wire in [&zlib, &raw] {
+            assert_eq!(
+                decode(Some("deflate"), wire, 100_000).unwrap().len(),
+                100_000
+            );
+            // Over the cap is reported as such, not as a corrupt stream.
+            assert_eq!(
+                decode(Some("deflate"), wire, 99_999).unwrap_err().reason,
+                SkipReason::DecodedTooLarge
+            );
+        }
     }
 
     #[test]

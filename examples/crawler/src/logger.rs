@@ -64,7 +64,7 @@ impl Logger {
         };
         let mut conn = conn.clone();
         // Bounded entries: a page can produce a long error text.
-        let message: String = message.chars().take(1000).collect();
+        let message = crate::clip::clip(message, crate::clip::REPORT_FIELD);
         let sent: redis::RedisResult<String> = redis::cmd("XADD")
             .arg(key)
             .arg("MAXLEN")
@@ -76,7 +76,7 @@ impl Logger {
             .arg("level")
             .arg(level)
             .arg("message")
-            .arg(message)
+            .arg(&*message)
             .query_async(&mut conn)
             .await;
         if let Err(e) = sent {

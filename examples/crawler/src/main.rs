@@ -54,6 +54,7 @@
 
 mod canonical;
 mod checkpoint;
+mod clip;
 mod content_coding;
 mod crawl;
 mod demo;

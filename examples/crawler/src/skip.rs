@@ -8,6 +8,8 @@ use std::path::Path;
 
 use url_dedup_bloom::BloomFilter;
 
+use crate::clip::{REPORT_FIELD, clip};
+
 /// The reason a URL was left out, or a fetch gave no page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum SkipReason {
@@ -83,7 +85,8 @@ impl fmt::Display for SkipReason {
 const EXAMPLES: usize = 3;
 
 /// Every skip of the crawl: counted, the first few kept as examples, and all written to
-/// `skipped.tsv` (`reason<TAB>detail<TAB>url`).
+/// `skipped.tsv` (`reason<TAB>detail<TAB>url`, each field cut to [`REPORT_FIELD`] bytes with a
+/// marker).
 ///
 /// A URL linked from a thousand pages is skipped a thousand times; a small Bloom filter keeps
 /// each (reason, URL) pair to one line and one count, so the report counts distinct URLs.
@@ -124,10 +127,11 @@ impl SkipLog {
             return Ok(());
         }
         *self.counts.entry(reason).or_default() += 1;
+        let (url, detail) = (clip(url, REPORT_FIELD), clip(detail, REPORT_FIELD));
         let examples = self.examples.entry(reason).or_default();
         if examples.len() < EXAMPLES {
             examples.push(if detail.is_empty() {
-                url.to_owned()
+                url.clone().into_owned()
             } else {
                 format!("{url} ({detail})")
             });

@@ -151,15 +151,8 @@ impl fmt::Display for Summary {
         } else {
             writeln!(f, "  skipped (distinct URLs, see skipped.tsv):")?;
             for (reason, n, examples) in &self.skips {
-                let mut example = examples.first().cloned().unwrap_or_default();
-                if example.len() > 90 {
-                    let cut = (0..=87)
-                        .rev()
-                        .find(|&i| example.is_char_boundary(i))
-                        .unwrap_or(0);
-                    example.truncate(cut);
-                    example.push_str("...");
-                }
+                let example = examples.first().map(String::as_str).unwrap_or_default();
+                let example = crate::clip::clip(example, 120);
                 writeln!(f, "    {:<20} {n:>6}  e.g. {example}", reason.name())?;
             }
         }

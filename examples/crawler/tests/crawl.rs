@@ -352,6 +352,70 @@ fn oversize_bodies_and_gzip_bombs_are_refused() {
 }
 
 #[test]
+fn a_deflate_body_over_the_decode_cap_is_reported_as_over_the_cap() {
+    use flate2::write::{DeflateEncoder, ZlibEncoder};
+    let mut zlib = ZlibEncoder::new(Vec::new(), Compression::best());
+    zlib.write_all(&vec![b' '; 4 << 20]).unwrap();
+    let zlib = zlib.finish().unwrap();
+    let mut raw = DeflateEncoder::new(Vec::new(), Compression::best());
+    raw.write_all(&vec![b' '; 4 << 20]).unwrap();
+    let raw = raw.finish().unwrap();
+    let mut small = DeflateEncoder::new(Vec::new(), Compression::best());
+    small.write_all(b"<a href=\"/after\">after</a>").unwrap();
+    let small = small.finish().unwrap();
+    let site = Site::start(move |target, _| {
+        let deflated = |body: &Vec<u8>| {
+            Reply::new(200, "text/html", body.clone()).header("content-encoding", "deflate")
+        };
+        match target {
+            "/" => {
+                Reply::html(r#"<a href="/zlib">z</a><a href="/raw">r</a><a href="/small">s</a>"#)
+            }
+            "/zlib" => deflated(&zlib),
+            "/raw" => deflated(&raw),
+            "/small" => deflated(&small),
+            "/after" => Reply::html("after"),
+            _ => Reply::not_found(),
+        }
+    });
+    let (_tmp, out) = temp_out();
+    crawl(&out, &site.url("/"), &["--max-decoded", "1000000"]);
+    let mut over = skipped_for(&out, "decoded-too-large");
+    over.sort();
+    assert_eq!(over, [site.url("/raw"), site.url("/zlib")]);
+    assert!(skipped_for(&out, "bad-encoding").is_empty());
+    assert_eq!(
+        site.hit("/after"),
+        1,
+        "raw deflate (no zlib header) still decodes"
+    );
+}
+
+#[test]
+fn long_fields_in_the_skip_report_are_cut_with_a_marker() {
+    let long = format!("/x?q={}", "a".repeat(9 << 20));
+    let page = format!("<a href=\"{long}\">long</a><a href=\"/ok\">ok</a>");
+    let site = Site::start(move |target, _| match target {
+        "/" => Reply::html(page.clone()),
+        "/ok" => Reply::html("ok"),
+        _ => Reply::not_found(),
+    });
+    let (_tmp, out) = temp_out();
+    let output = crawl(&out, &site.url("/"), &[]);
+    assert_eq!(site.hit("/ok"), 1);
+    let report = std::fs::read_to_string(out.join("skipped.tsv")).unwrap();
+    assert!(report.len() < 16 << 10, "{} bytes", report.len());
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("url-too-long\t"))
+        .unwrap();
+    let url = line.split('\t').nth(2).unwrap();
+    assert!(url.starts_with(&site.url("/x?q=aaaa")), "{url}");
+    assert!(url.ends_with(" bytes]"), "{url}");
+    assert!(String::from_utf8_lossy(&output.stdout).len() < 16 << 10);
+}
+
+#[test]
 fn slow_and_failing_servers() {
     let site = Site::start(|target, _| match target {
         "/" => Reply::html(
