@@ -8,34 +8,22 @@
 //! takes the full path, which is always right. Property tests and the `canonicalize` fuzz
 //! target check that `true` is never wrong.
 
-use crate::percent::{hex_value, is_unreserved};
+use crate::percent::{ByteSet, alphanumeric_and, hex_value, is_unreserved};
 use crate::query::is_clean;
-use crate::{Policy, TrailingSlash};
+use crate::{Policy, Rules, TrailingSlash};
 
 /// Bytes a canonical path may hold as they are: unreserved, sub-delims, `:`, `@` (and `/`,
 /// `%`, handled separately). Everything else the parser encodes or treats specially.
-const PATH_BYTES: [bool; 256] = byte_set(b"-._~!$&'()*+,;=:@");
+const PATH_BYTES: ByteSet = alphanumeric_and(b"-._~!$&'()*+,;=:@");
 /// The same for a query: `/` and `?` are allowed, `'` is not (the parser encodes it in
 /// special schemes).
-const QUERY_BYTES: [bool; 256] = byte_set(b"-._~!$&()*+,;=:@/?");
-
-const fn byte_set(extra: &[u8]) -> [bool; 256] {
-    let mut set = [false; 256];
-    let mut i = 0;
-    while i < 256 {
-        set[i] = (i as u8).is_ascii_alphanumeric();
-        i += 1;
-    }
-    let mut j = 0;
-    while j < extra.len() {
-        set[extra[j] as usize] = true;
-        j += 1;
-    }
-    set
-}
+const QUERY_BYTES: ByteSet = alphanumeric_and(b"-._~!$&()*+,;=:@/?");
 
 /// Whether `input` is canonical under `policy`; `false` means "not proven".
 pub(crate) fn check(input: &str, policy: &Policy) -> bool {
+    if policy.rules != Rules::Whatwg {
+        return false;
+    }
     let b = input.as_bytes();
     let (scheme_https, rest) = if let Some(rest) = b.strip_prefix(b"https://") {
         (true, rest)

@@ -5,7 +5,8 @@ use std::borrow::Cow;
 
 use url::{Host, Url};
 
-use crate::{CanonError, Policy, already_canonical, path, percent, query};
+use crate::conventions::{safe_browsing, surt, w3lib};
+use crate::{CanonError, Policy, Rules, already_canonical, path, percent, query};
 
 /// Turns URLs into their canonical form under a [`Policy`].
 ///
@@ -98,7 +99,7 @@ impl Canonicalizer {
             return Ok(Cow::Borrowed(input));
         }
         let mut out = String::with_capacity(input.len() + 8);
-        self.canonicalize_slow(input, &mut out)?;
+        self.canonicalize_by_rules(input, &mut out)?;
         if out.len() > limit {
             return Err(CanonError::TooLong {
                 len: out.len(),
@@ -147,7 +148,7 @@ impl Canonicalizer {
             out.push_str(input);
             return Ok(true);
         }
-        if let Err(e) = self.canonicalize_slow(input, out) {
+        if let Err(e) = self.canonicalize_by_rules(input, out) {
             out.clear();
             return Err(e);
         }
@@ -172,6 +173,19 @@ impl Canonicalizer {
     /// ```
     pub fn is_canonical(&self, input: &str) -> bool {
         matches!(self.canonicalize(input), Ok(Cow::Borrowed(_)))
+    }
+
+    /// Appends the canonical form of `input` under the policy's [`Rules`] to `out`.
+    fn canonicalize_by_rules(&self, input: &str, out: &mut String) -> Result<(), CanonError> {
+        let canonical = match self.policy.rules {
+            Rules::Whatwg => return self.canonicalize_slow(input, out),
+            Rules::W3lib => w3lib::canonicalize(input)?,
+            Rules::SafeBrowsing => safe_browsing::canonicalize(input)?,
+            Rules::InternetArchive => surt::Surt::default().canonicalize(input)?,
+            Rules::Surt => surt::surt(input)?,
+        };
+        out.push_str(&canonical);
+        Ok(())
     }
 
     /// Parses with the WHATWG parser (case, IDNA, IPv4 forms, default ports, dot segments,

@@ -39,4 +39,13 @@ pub enum CanonError {
     /// The WHATWG URL parser rejected the input (bad host, bad port, ...).
     #[error("unparsable URL: {0}")]
     Unparsable(#[source] url::ParseError),
+    /// A named convention rejects the input, as the project it reproduces does (a Safe
+    /// Browsing URL without a host, a w3lib port that is not a number, ...).
+    #[error("{convention} rejects the URL: {reason}")]
+    Convention {
+        /// The convention's name (`w3lib`, `safe-browsing`, `surt`).
+        convention: &'static str,
+        /// What is wrong.
+        reason: &'static str,
+    },
 }

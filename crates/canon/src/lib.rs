@@ -91,12 +91,31 @@
 //! * Sorting keeps repeated names in their order (`a=2&a=1` stays): lists often depend on it.
 //! * Google Safe Browsing's rules (repeated unescaping, host-dot folding) are for matching
 //!   against blocklists, not for fetching; `tests/canonicalization_examples.rs` states per
-//!   example where this crate follows them and why not elsewhere.
+//!   example where the crawler policy follows them and why not elsewhere. The `safe-browsing`
+//!   convention below follows them all.
+//!
+//! # Named conventions
+//!
+//! When URLs must match another project's, a [`Convention`] reproduces it exactly, each scored
+//! against that project's own published test vectors (see [`conventions`]): `w3lib` (Scrapy's
+//! `canonicalize_url`), `safe-browsing` (Google Safe Browsing), `ia` (the Internet Archive's
+//! canonicalizer) and `surt` (SURT keys of CDX indexes, also as [`surt()`]).
+//!
+//! ```
+//! use url_dedup_canon::{Convention, surt};
+//!
+//! let canon = "w3lib".parse::<Convention>()?.canonicalizer();
+//! assert_eq!(canon.canonicalize("http://www.example.com/do?q=a space&a=1")?,
+//!     "http://www.example.com/do?a=1&q=a+space");
+//! assert_eq!(surt("http://www.archive.org/goo/?b&a")?, "org,archive)/goo?a&b");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod already_canonical;
 mod canonicalizer;
+pub mod conventions;
 mod error;
 mod param_list;
 mod path;
@@ -106,6 +125,8 @@ mod query;
 mod session_token;
 
 pub use canonicalizer::Canonicalizer;
+pub use conventions::surt::surt;
+pub use conventions::{Convention, Rules, UnknownConvention};
 pub use error::CanonError;
 pub use param_list::ParamList;
 pub use policy::{Policy, TrailingSlash};

@@ -1,5 +1,7 @@
-//! Percent-encoding normalization (RFC 3986 sections 2.1, 2.3 and 6.2.2.2): hex digits in
-//! upper case, octets of unreserved characters decoded, everything else left encoded.
+//! Percent-encoding: the normalization of RFC 3986 sections 2.1, 2.3 and 6.2.2.2 (hex digits
+//! in upper case, octets of unreserved characters decoded, everything else left encoded) used
+//! by the crawler policy, and the decoding and encoding primitives the named conventions
+//! build their own rules from.
 
 /// `ALPHA / DIGIT / "-" / "." / "_" / "~"`: the characters whose encoded and plain forms are
 /// equivalent (RFC 3986 section 2.3).
@@ -19,6 +21,99 @@ pub(crate) fn hex_value(b: u8) -> Option<u8> {
 }
 
 const UPPER_HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// A set of octets, as a table: `set[b]` is whether `b` is in it.
+pub(crate) type ByteSet = [bool; 256];
+
+/// The ASCII letters and digits plus the octets of `extra`.
+pub(crate) const fn alphanumeric_and(extra: &[u8]) -> ByteSet {
+    let mut set = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        set[i] = (i as u8).is_ascii_alphanumeric();
+        i += 1;
+    }
+    let mut j = 0;
+    while j < extra.len() {
+        set[extra[j] as usize] = true;
+        j += 1;
+    }
+    set
+}
+
+/// Octets outside `0x21..=0x7E`, `#` and `%`: what Safe Browsing and the web archives' SURT
+/// canonicalizers escape after unescaping everything.
+pub(crate) const CONTROL_SPACE_HASH_PERCENT: ByteSet = {
+    let mut set = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        set[i] = i <= 0x20 || i >= 0x7f || i == b'#' as usize || i == b'%' as usize;
+        i += 1;
+    }
+    set
+};
+
+/// Appends `src` to `out`, each octet in `escaped` written as `%XY` (upper-case hex) and the
+/// others as they are.
+pub(crate) fn escape_into(src: &[u8], escaped: &ByteSet, out: &mut Vec<u8>) {
+    for &b in src {
+        if escaped[usize::from(b)] {
+            push_triplet(out, b);
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+/// `%XY` for `octet`, upper-case hex.
+#[inline]
+pub(crate) fn push_triplet(out: &mut Vec<u8>, octet: u8) {
+    out.extend_from_slice(&[
+        b'%',
+        UPPER_HEX[usize::from(octet >> 4)],
+        UPPER_HEX[usize::from(octet & 0xf)],
+    ]);
+}
+
+/// Decodes every `%XY` triplet of `src` once (any octet, reserved or not); a `%` not followed by
+/// two hex digits is kept. With `plus_is_space`, `+` decodes to a space (form encoding).
+pub(crate) fn decode(src: &[u8], plus_is_space: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(src.len());
+    let mut i = 0;
+    while i < src.len() {
+        let b = src[i];
+        if b == b'%'
+            && let (Some(hi), Some(lo)) = (
+                src.get(i + 1).copied().and_then(hex_value),
+                src.get(i + 2).copied().and_then(hex_value),
+            )
+        {
+            out.push(hi << 4 | lo);
+            i += 3;
+            continue;
+        }
+        out.push(if plus_is_space && b == b'+' { b' ' } else { b });
+        i += 1;
+    }
+    out
+}
+
+/// Decodes `%XY` triplets until none is left to decode (`%2525` becomes `%`), as blocklists
+/// and web archives do to see through layers of encoding. Terminates: every pass that changes
+/// the input shortens it.
+pub(crate) fn decode_repeatedly(src: &[u8]) -> Vec<u8> {
+    let mut current = decode(src, false);
+    if current == src {
+        return current;
+    }
+    loop {
+        let next = decode(&current, false);
+        if next == current {
+            return current;
+        }
+        current = next;
+    }
+}
 
 /// Appends `src` to `out` with percent-encoding normalized; with `lowercase`, ASCII letters
 /// outside percent-encoded triplets are lower-cased too. `src` comes from the WHATWG

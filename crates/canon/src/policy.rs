@@ -1,6 +1,6 @@
 //! What a [`Canonicalizer`](crate::Canonicalizer) changes beyond RFC 3986 section 6.
 
-use crate::{ParamList, looks_like_session_token};
+use crate::{ParamList, Rules, looks_like_session_token};
 
 /// What to do with a slash at the end of a path.
 ///
@@ -98,6 +98,11 @@ pub struct Policy {
     /// request-line buffer of common servers; longer URLs are crawler traps more often than
     /// pages.
     pub max_len: usize,
+    /// Which rules apply. Default: [`Rules::Whatwg`], the WHATWG parser and the switches
+    /// above. The other rules reproduce a public project exactly and ignore every switch but
+    /// `max_len`: [`Policy::w3lib`], [`Policy::safe_browsing`], [`Policy::internet_archive`],
+    /// [`Policy::surt`].
+    pub rules: Rules,
 }
 
 impl Default for Policy {
@@ -116,6 +121,7 @@ impl Default for Policy {
             fold_scheme: false,
             lowercase_path: false,
             max_len: 8192,
+            rules: Rules::Whatwg,
         }
     }
 }
@@ -142,6 +148,91 @@ impl Policy {
             drop_empty_query: false,
             remove_tracking_params: false,
             remove_session_params: false,
+            ..Self::default()
+        }
+    }
+
+    /// Scrapy's `w3lib.url.canonicalize_url` with its default arguments: query sorted by name
+    /// then value with blank values kept, fragment dropped, path and query escapes
+    /// normalized, IDNA hosts; see [`conventions::w3lib`](crate::conventions::w3lib).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_canon::{Canonicalizer, Policy};
+    ///
+    /// let canon = Canonicalizer::new(Policy::w3lib());
+    /// assert_eq!(
+    ///     canon.canonicalize("http://www.example.com/do?c=3&b=5&b=2&a=50#x")?,
+    ///     "http://www.example.com/do?a=50&b=2&b=5&c=3",
+    /// );
+    /// # Ok::<(), url_dedup_canon::CanonError>(())
+    /// ```
+    pub fn w3lib() -> Self {
+        Self {
+            rules: Rules::W3lib,
+            ..Self::default()
+        }
+    }
+
+    /// Google Safe Browsing (and Web Risk) canonicalization: repeated unescaping, one
+    /// escaping of controls, spaces, `#`, `%` and non-ASCII, host dots and IPv4 forms, ports
+    /// dropped; see [`conventions::safe_browsing`](crate::conventions::safe_browsing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_canon::{Canonicalizer, Policy};
+    ///
+    /// let canon = Canonicalizer::new(Policy::safe_browsing());
+    /// assert_eq!(canon.canonicalize("http://host/%2525252525252525")?, "http://host/%25");
+    /// # Ok::<(), url_dedup_canon::CanonError>(())
+    /// ```
+    pub fn safe_browsing() -> Self {
+        Self {
+            rules: Rules::SafeBrowsing,
+            ..Self::default()
+        }
+    }
+
+    /// The Internet Archive's default canonicalizer (`DefaultIAURLCanonicalizer`), written
+    /// as a URL: Safe Browsing-style escaping, then lower case, `www\d*.` stripped, session
+    /// ids removed, query sorted; see [`conventions::surt`](crate::conventions::surt).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_canon::{Canonicalizer, Policy};
+    ///
+    /// let canon = Canonicalizer::new(Policy::internet_archive());
+    /// assert_eq!(
+    ///     canon.canonicalize("http://www34.archive.org/index.html?b=a&b=b&a=b")?,
+    ///     "http://archive.org/index.html?a=b&b=a&b=b",
+    /// );
+    /// # Ok::<(), url_dedup_canon::CanonError>(())
+    /// ```
+    pub fn internet_archive() -> Self {
+        Self {
+            rules: Rules::InternetArchive,
+            ..Self::default()
+        }
+    }
+
+    /// SURT keys, as web archives index captures (`org,archive)/goo?a&b`): the Internet
+    /// Archive's canonical form with the host reversed; see [`surt`](crate::surt()).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_canon::{Canonicalizer, Policy};
+    ///
+    /// let canon = Canonicalizer::new(Policy::surt());
+    /// assert_eq!(canon.canonicalize("http://archive.org/goo/?b&a")?, "org,archive)/goo?a&b");
+    /// # Ok::<(), url_dedup_canon::CanonError>(())
+    /// ```
+    pub fn surt() -> Self {
+        Self {
+            rules: Rules::Surt,
             ..Self::default()
         }
     }

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use crate::{Canonicalizer, ParamList, Policy, TrailingSlash, already_canonical};
+use crate::{Canonicalizer, Convention, ParamList, Policy, TrailingSlash, already_canonical};
 
 /// URL-like strings built from the pieces that make canonicalization interesting: odd case,
 /// default and odd ports, IP and punycode and Unicode hosts, dot segments, percent-encodings
@@ -187,6 +187,22 @@ proptest! {
         let canon = Canonicalizer::default();
         if let Ok(out) = canon.canonicalize(&input) {
             prop_assert!(out.starts_with("http://") || out.starts_with("https://"));
+        }
+    }
+
+    #[test]
+    fn named_conventions_never_panic(input in prop_oneof![url_like(), near_canonical(), "\\PC{0,40}"]) {
+        for convention in Convention::ALL {
+            let canon = convention.canonicalizer();
+            let mut buffer = String::new();
+            let into = canon.canonicalize_into(&input, &mut buffer);
+            match canon.canonicalize(&input) {
+                Ok(out) => {
+                    prop_assert!(out.len() <= canon.policy().max_len);
+                    prop_assert_eq!(&buffer, &*out);
+                }
+                Err(e) => prop_assert_eq!(into, Err(e)),
+            }
         }
     }
 
