@@ -33,7 +33,7 @@ use siphasher::sip128::SipHasher13 as Sip128;
 /// assert_eq!(d, hasher.hash(b"https://example.com/"));
 /// assert_ne!(d, hasher.hash(b"https://example.com/a"));
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Digest {
     /// The first half: the base position.
     pub h1: u64,

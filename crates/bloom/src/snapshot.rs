@@ -137,6 +137,10 @@ impl Kind {
     pub const SIMILARITY: Self = Self(5);
     /// The whole state of a `url-dedup` facade.
     pub const DEDUP_STATE: Self = Self(6);
+    /// A growing segmented filter, all its layers (`url-dedup-segmented`).
+    pub const GROWING: Self = Self(7);
+    /// A set of keyed 128-bit fingerprints (the `url-dedup` facade's exact mode).
+    pub const FINGERPRINTS: Self = Self(8);
 }
 
 impl std::fmt::Display for Kind {
@@ -148,6 +152,8 @@ impl std::fmt::Display for Kind {
             Self::PARTITION_TABLE => "partition table",
             Self::SIMILARITY => "similarity filter",
             Self::DEDUP_STATE => "url-dedup state",
+            Self::GROWING => "growing segmented filter",
+            Self::FINGERPRINTS => "fingerprint set",
             Kind(other) => return write!(f, "structure of kind {other}"),
         };
         f.write_str(name)

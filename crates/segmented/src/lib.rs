@@ -145,6 +145,8 @@ pub mod bit_order;
 mod builder;
 mod error;
 mod filter;
+mod growing;
+mod growing_snapshot;
 mod layout;
 mod memory;
 mod persist;
@@ -156,8 +158,10 @@ mod stripes;
 pub use builder::Builder;
 pub use error::Error;
 pub use filter::SegmentedBloomFilter;
+pub use growing::{GrowingBuilder, GrowingFilter, GrowthPlan, MAX_LAYERS};
 pub use layout::{
     DEFAULT_SEGMENT_BITS, Layout, MAX_SEGMENT_BITS, MIN_SEGMENT_BITS, Offsets, Placement, Probe,
 };
 pub use memory::MemoryStore;
 pub use store::SegmentStore;
+pub use url_dedup_bloom::sizing::Growth;

@@ -2,11 +2,11 @@
 //! exactly-once admission, and a dirty bit per segment for incremental checkpoints.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use crate::arch::{self, Avx2};
 use crate::layout::fold_line_offsets;
-use crate::stripes::Stripes;
+use crate::stripes::{StripeGuard, Stripes};
 use crate::{Error, Layout, Placement, Probe, SegmentStore, bit_order};
 
 /// Segments in memory, shared between threads by `&self`.
@@ -43,6 +43,20 @@ pub struct MemoryStore {
     stripes: Stripes,
     dirty: Box<[AtomicU64]>,
     kernel: Kernel,
+    /// Set once a growing filter has moved its admissions to a newer layer: writers check it
+    /// under their stripe lock (see [`Admission::Sealed`]).
+    sealed: AtomicBool,
+}
+
+/// What one admission attempt found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// The item was new and its bits are now set; the count of admissions in its stripe.
+    New(u64),
+    /// Every bit was already set.
+    Present,
+    /// The store was sealed before the item could be written: nothing changed.
+    Sealed,
 }
 
 /// How a store tests and sets an item's bits, chosen once from its layout and the CPU.
@@ -128,6 +142,7 @@ impl MemoryStore {
             stripes: Stripes::for_this_machine(layout.segments()),
             dirty: dirty.into_boxed_slice(),
             kernel: Kernel::for_layout(&layout),
+            sealed: AtomicBool::new(false),
         })
     }
 
@@ -240,43 +255,81 @@ impl MemoryStore {
     /// ```
     #[inline]
     pub fn check_and_insert(&self, probe: Probe) -> bool {
+        matches!(self.admit::<false>(probe), Admission::New(_))
+    }
+
+    /// [`check_and_insert`](Self::check_and_insert) that writes nothing once the store is
+    /// [sealed](Self::seal): the admission step of a growing filter's newest layer.
+    #[inline]
+    pub(crate) fn admit_unless_sealed(&self, probe: Probe) -> Admission {
+        self.admit::<true>(probe)
+    }
+
+    /// Stops every later [`admit_unless_sealed`](Self::admit_unless_sealed). Takes every stripe
+    /// lock, so an admission that got its lock first has finished writing when this returns,
+    /// and one that gets it later sees the seal.
+    pub(crate) fn seal(&self) {
+        let _all = self.stripes.lock_all();
+        self.sealed.store(true, Relaxed);
+    }
+
+    /// The admission step: a lock-free pre-test, then test-and-set under the stripe lock.
+    /// `SEALABLE` adds the seal check under the lock; the plain filter compiles without it.
+    #[inline(always)]
+    fn admit<const SEALABLE: bool>(&self, probe: Probe) -> Admission {
         let segment = self.segment(probe.segment);
-        let missing = match (self.kernel, <&[AtomicU64; 8]>::try_from(segment)) {
+        match (self.kernel, <&[AtomicU64; 8]>::try_from(segment)) {
             (Kernel::Line, Ok(line)) => {
                 if self.missing_in_line(line, probe.seed) == 0 {
-                    return false;
+                    return Admission::Present;
                 }
-                let _guard = self.stripes.lock(probe.segment);
+                let guard = self.stripes.lock(probe.segment);
+                if SEALABLE && self.sealed.load(Relaxed) {
+                    return Admission::Sealed;
+                }
                 // Under the lock no other writer touches this segment: test again (another
                 // thread may have inserted the item since the pre-test), then set with plain
                 // stores. The stores are unconditional: rewriting a set bit changes nothing,
                 // and a branch per bit on random data would mispredict half the time.
-                fold_line_offsets(self.layout.hashes(), probe.seed, 0, |missing, offset| {
-                    set_word(
-                        &line[(offset >> 6) as usize & 7],
-                        bit_order::mask(offset),
-                        missing,
-                    )
-                })
+                let missing =
+                    fold_line_offsets(self.layout.hashes(), probe.seed, 0, |missing, offset| {
+                        set_word(
+                            &line[(offset >> 6) as usize & 7],
+                            bit_order::mask(offset),
+                            missing,
+                        )
+                    });
+                self.conclude(&guard, missing, probe.segment)
             }
             (Kernel::SplitLineAvx2(_) | Kernel::SplitLine, Ok(line)) => {
                 let avx2 = self.kernel.split_line().flatten();
                 if !arch::split_line_missing(line, probe.seed, avx2) {
-                    return false;
+                    return Admission::Present;
                 }
-                let _guard = self.stripes.lock(probe.segment);
+                let guard = self.stripes.lock(probe.segment);
+                if SEALABLE && self.sealed.load(Relaxed) {
+                    return Admission::Sealed;
+                }
                 // As above; each lane's word gets its one bit.
-                line.iter()
+                let missing = line
+                    .iter()
                     .zip(arch::split_line_masks(probe.seed))
-                    .fold(0, |missing, (word, mask)| set_word(word, mask, missing))
+                    .fold(0, |missing, (word, mask)| set_word(word, mask, missing));
+                self.conclude(&guard, missing, probe.segment)
             }
-            _ => return self.check_and_insert_general(segment, probe),
-        };
-        if missing == 0 {
-            return false;
+            _ => self.admit_general::<SEALABLE>(segment, probe),
         }
-        self.mark_dirty(probe.segment);
-        true
+    }
+
+    /// The end of an admission, still under the stripe lock: `missing` holds the bits that
+    /// were zero.
+    #[inline(always)]
+    fn conclude(&self, guard: &StripeGuard<'_>, missing: u64, segment: u64) -> Admission {
+        if missing == 0 {
+            return Admission::Present;
+        }
+        self.mark_dirty(segment);
+        Admission::New(guard.count_admission())
     }
 
     /// [`check_and_insert`](Self::check_and_insert) for an owner with exclusive access: the
@@ -307,6 +360,7 @@ impl MemoryStore {
                 .is_some_and(|line| arch::split_line_insert(line, probe.seed, avx2));
             if new {
                 self.mark_dirty_mut(probe.segment);
+                self.stripes.count_admission_mut(probe.segment);
             }
             return new;
         }
@@ -341,6 +395,7 @@ impl MemoryStore {
             return false;
         }
         self.mark_dirty_mut(probe.segment);
+        self.stripes.count_admission_mut(probe.segment);
         true
     }
 
@@ -358,26 +413,29 @@ impl MemoryStore {
     }
 
     #[cold]
-    fn check_and_insert_general(&self, segment: &[AtomicU64], probe: Probe) -> bool {
+    fn admit_general<const SEALABLE: bool>(
+        &self,
+        segment: &[AtomicU64],
+        probe: Probe,
+    ) -> Admission {
         let set = |offset: u64| {
             let (w, mask) = bit_order::locate(offset);
             segment.get(w).is_none_or(|x| x.load(Relaxed) & mask != 0)
         };
         if self.layout.offsets(probe).all(set) {
-            return false;
+            return Admission::Present;
         }
-        let _guard = self.stripes.lock(probe.segment);
+        let guard = self.stripes.lock(probe.segment);
+        if SEALABLE && self.sealed.load(Relaxed) {
+            return Admission::Sealed;
+        }
         let missing = self.layout.offsets(probe).fold(0, |missing, offset| {
             let (w, mask) = bit_order::locate(offset);
             segment
                 .get(w)
                 .map_or(missing, |word| set_word(word, mask, missing))
         });
-        let changed = missing != 0;
-        if changed {
-            self.mark_dirty(probe.segment);
-        }
-        changed
+        self.conclude(&guard, missing, probe.segment)
     }
 
     /// The item's bits that are zero in a one-line segment (zero: all set). Branch-free:
@@ -531,6 +589,7 @@ impl MemoryStore {
 
     /// Overwrites the words (all of them, in segment order) of a store nobody else uses yet,
     /// leaving it clean. Extra words are ignored, missing ones stay zero.
+    #[cfg(feature = "serde")]
     pub(crate) fn load_words(&mut self, words: &[u64]) {
         let len = self.layout.words() as usize;
         if let Some(target) = self.storage.get_mut(self.base..self.base + len) {
@@ -539,6 +598,15 @@ impl MemoryStore {
             }
         }
         self.clear_dirty();
+    }
+
+    /// The words (all of them, in segment order) of a store nobody else uses yet, for a
+    /// snapshot reader to fill in place.
+    pub(crate) fn words_mut(&mut self) -> &mut [AtomicU64] {
+        let len = self.layout.words() as usize;
+        self.storage
+            .get_mut(self.base..self.base + len)
+            .unwrap_or(&mut [])
     }
 
     /// Forgets every dirty mark (the store now equals what was last saved).
@@ -571,6 +639,35 @@ impl MemoryStore {
             };
             word.store(bits, Relaxed);
         }
+    }
+
+    /// How many probes this store has admitted as new (merged and imported segments add bits
+    /// but no admissions). Exact when no thread is inserting; a moment's view otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, MemoryStore, Probe};
+    ///
+    /// let store = MemoryStore::new(Layout::new(8, 512, 4)?)?;
+    /// store.check_and_insert(Probe { segment: 1, seed: 99 });
+    /// store.check_and_insert(Probe { segment: 1, seed: 99 });
+    /// store.check_and_insert(Probe { segment: 2, seed: 7 });
+    /// assert_eq!(store.admitted(), 2);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn admitted(&self) -> u64 {
+        self.stripes.admitted()
+    }
+
+    /// How many stripe locks the store has.
+    pub(crate) fn stripe_count(&self) -> usize {
+        self.stripes.len()
+    }
+
+    /// Sets the admission count of a store nobody else uses yet (restoring a snapshot).
+    pub(crate) fn set_admitted(&mut self, count: u64) {
+        self.stripes.set_admitted(count);
     }
 
     /// Number of bits set.

@@ -100,13 +100,7 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     /// ```
     pub fn write_to<W: Write>(&self, out: W) -> Result<(), Error> {
         let layout = self.layout();
-        let words = SegmentWords {
-            store: &self.store,
-            segments: layout.segments(),
-            next: 0,
-            buf: Vec::with_capacity(layout.segment_words().min(1 << 16) as usize),
-            pos: 0,
-        };
+        let words = SegmentWords::new(&self.store);
         let result = snapshot::write(
             out,
             Kind::SEGMENTED,
@@ -168,10 +162,8 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
             )
             .into());
         }
-        let words = header.read_payload(&mut input)?;
         let mut store = MemoryStore::new(stored.layout)?;
-        // A restored filter starts clean: it equals its snapshot.
-        store.load_words(&words);
+        read_into_stores(&header, &mut input, &mut [&mut store])?;
         Ok(Self::with_store(
             store,
             H::from_key(stored.key),
@@ -422,12 +414,56 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
 }
 
 /// Streams a filter's words segment by segment, each copied under its lock (and marked clean).
-struct SegmentWords<'a> {
+/// Reads a snapshot's payload straight into fresh stores, one after the other, so a restore
+/// holds the filter once rather than the payload and the filter side by side. The stores end
+/// clean (they equal the snapshot). On error their contents are undefined: callers drop them.
+pub(crate) fn read_into_stores<R: Read>(
+    header: &Header,
+    input: R,
+    stores: &mut [&mut MemoryStore],
+) -> Result<(), Error> {
+    let expected: u64 = stores.iter().map(|s| s.layout().words()).sum();
+    if header.payload_words() != expected {
+        return Err(SnapshotError::InvalidParameters(
+            "payload length does not match the filter size",
+        )
+        .into());
+    }
+    let mut targets = stores.iter_mut().flat_map(|s| s.words_mut().iter_mut());
+    header.read_payload_with(input, |chunk| {
+        // `chunk` leads the zip: a zip advances its first iterator before finding the second
+        // exhausted, and a target word taken that way would be skipped.
+        for (&word, target) in chunk.iter().zip(&mut targets) {
+            *target.get_mut() = word;
+        }
+    })?;
+    for store in stores.iter_mut() {
+        store.clear_dirty();
+    }
+    Ok(())
+}
+
+/// The words of a store, segment after segment, each segment copied under its lock (and its
+/// dirty bit cleared), as a snapshot payload.
+pub(crate) struct SegmentWords<'a> {
     store: &'a MemoryStore,
     segments: u64,
     next: u64,
     buf: Vec<u64>,
     pos: usize,
+}
+
+impl<'a> SegmentWords<'a> {
+    pub(crate) fn new(store: &'a MemoryStore) -> Self {
+        let layout = store.layout();
+        Self {
+            store,
+            segments: layout.segments(),
+            next: 0,
+            buf: Vec::with_capacity(layout.segment_words().min(1 << 16) as usize),
+            pos: 0,
+        }
+    }
 }
 
 impl Iterator for SegmentWords<'_> {

@@ -10,11 +10,19 @@
 //! pre-test has just brought in, far shorter than a futex round trip. Each lock has its own
 //! cache line so two threads on different stripes never share one; after a short spin a waiter
 //! yields, so a lock holder that lost its core (two busy cores, more threads) is not starved.
+//!
+//! Each stripe also counts the admissions made under its lock. The count shares the lock's
+//! cache line, which the holder already owns, so counting costs a plain load and store and no
+//! extra locked instruction; a growing filter sums the stripes to know when a layer is full.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[repr(align(64))]
-struct Stripe(AtomicBool);
+struct Stripe {
+    lock: AtomicBool,
+    /// Admissions made under this lock; written only by the lock's holder (or `&mut`).
+    admitted: AtomicU64,
+}
 
 /// A power-of-two number of spinlocks, one per cache line.
 pub(crate) struct Stripes {
@@ -32,7 +40,12 @@ impl Stripes {
         let most = usize::try_from(segments.max(1).next_power_of_two()).unwrap_or(4096);
         let count = (threads * 8).next_power_of_two().clamp(64, 4096).min(most);
         Self {
-            locks: (0..count).map(|_| Stripe(AtomicBool::new(false))).collect(),
+            locks: (0..count)
+                .map(|_| Stripe {
+                    lock: AtomicBool::new(false),
+                    admitted: AtomicU64::new(0),
+                })
+                .collect(),
             mask: count as u64 - 1,
         }
     }
@@ -42,14 +55,26 @@ impl Stripes {
         self.locks.len() * std::mem::size_of::<Stripe>()
     }
 
+    /// How many stripes there are.
+    pub(crate) fn len(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// The stripe of `segment`.
+    #[inline]
+    fn stripe(&self, segment: u64) -> &Stripe {
+        // `mask` is `len - 1`, so the index is in bounds; `get` keeps the code panic-free anyway.
+        match self.locks.get((segment & self.mask) as usize) {
+            Some(stripe) => stripe,
+            None => &self.locks[0],
+        }
+    }
+
     /// Locks the stripe of `segment` until the guard drops.
     #[inline]
     pub(crate) fn lock(&self, segment: u64) -> StripeGuard<'_> {
-        // `mask` is `len - 1`, so the index is in bounds; `get` keeps the code panic-free anyway.
-        let lock = match self.locks.get((segment & self.mask) as usize) {
-            Some(stripe) => &stripe.0,
-            None => &self.locks[0].0,
-        };
+        let stripe = self.stripe(segment);
+        let lock = &stripe.lock;
         let mut spins = 0u32;
         while lock
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -65,17 +90,64 @@ impl Stripes {
                 }
             }
         }
-        StripeGuard(lock)
+        StripeGuard(stripe)
+    }
+
+    /// Locks every stripe, in index order (one caller at a time may do this; the growing
+    /// filter's grower holds its own mutex while it does).
+    pub(crate) fn lock_all(&self) -> Vec<StripeGuard<'_>> {
+        (0..self.locks.len() as u64).map(|i| self.lock(i)).collect()
+    }
+
+    /// Counts one admission in the stripe of `segment` through exclusive access; returns the
+    /// stripe's new count.
+    #[inline]
+    pub(crate) fn count_admission_mut(&mut self, segment: u64) -> u64 {
+        let index = (segment & self.mask) as usize;
+        match self.locks.get_mut(index) {
+            Some(stripe) => {
+                let count = stripe.admitted.get_mut();
+                *count += 1;
+                *count
+            }
+            None => 0,
+        }
+    }
+
+    /// Admissions counted over all stripes (a moment's view while other threads admit).
+    pub(crate) fn admitted(&self) -> u64 {
+        self.locks
+            .iter()
+            .map(|s| s.admitted.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Sets the total admission count (after a restore), held by the first stripe.
+    pub(crate) fn set_admitted(&mut self, total: u64) {
+        for (i, stripe) in self.locks.iter_mut().enumerate() {
+            *stripe.admitted.get_mut() = if i == 0 { total } else { 0 };
+        }
     }
 }
 
 /// Holds one stripe's lock; releases it on drop.
-pub(crate) struct StripeGuard<'a>(&'a AtomicBool);
+pub(crate) struct StripeGuard<'a>(&'a Stripe);
+
+impl StripeGuard<'_> {
+    /// Counts one admission in this stripe and returns the stripe's new count. A plain load
+    /// and store: only the lock's holder writes the count.
+    #[inline]
+    pub(crate) fn count_admission(&self) -> u64 {
+        let count = self.0.admitted.load(Ordering::Relaxed) + 1;
+        self.0.admitted.store(count, Ordering::Relaxed);
+        count
+    }
+}
 
 impl Drop for StripeGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.0.lock.store(false, Ordering::Release);
     }
 }
 
