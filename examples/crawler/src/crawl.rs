@@ -186,7 +186,10 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     let shared = Arc::new(Shared {
         canon: Canonicalizer::default(),
         fetcher,
-        kernels: Kernels::standard(config.respect_nofollow),
+        kernels: Kernels::standard(
+            config.respect_nofollow,
+            crate::budget::ParseBudget::new(config.fetch.max_body),
+        ),
         state: Mutex::new(state),
         router: Router::new(senders)?,
         stop,

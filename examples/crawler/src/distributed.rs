@@ -47,6 +47,7 @@ use crate::options::CrawlConfig;
 use crate::page::Rejected;
 use crate::robots::RobotsRules;
 use crate::shards::ShardedFrontier;
+use crate::skip::SkipReason;
 
 type SeenFilter = SegmentedBloomFilter<SipHash13, RedisSegmentStore>;
 
@@ -163,7 +164,10 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
     let node = Arc::new(Node {
         canon: Canonicalizer::default(),
         fetcher: Fetcher::new(config.fetch.clone())?,
-        kernels: Kernels::standard(config.respect_nofollow),
+        kernels: Kernels::standard(
+            config.respect_nofollow,
+            crate::budget::ParseBudget::new(config.fetch.max_body),
+        ),
         shards,
         me,
         seen: Arc::new(seen),
@@ -648,7 +652,15 @@ impl Node {
                 Ok(body) => {
                     let response = Response::new(&url, &ct, &body);
                     if let Some(kernel) = self.kernels.for_response(&response) {
-                        found = kernel.read(&response, None).follow;
+                        let harvest = kernel.read(&response, None);
+                        if let Some(cut) = harvest.cut {
+                            Counters::add(&c.skipped, 1);
+                            self.monitor
+                                .logger
+                                .warn(&format!("{url}: {} ({cut})", SkipReason::ParseLimit))
+                                .await;
+                        }
+                        found = harvest.follow;
                     } else if !self.config.fetch.accepts(&ct) {
                         Counters::add(&c.skipped, 1);
                     }

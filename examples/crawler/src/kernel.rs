@@ -9,6 +9,7 @@
 
 use url::Url;
 
+use crate::budget::{Cut, ParseBudget};
 use crate::links::{self, ExtractOptions, Rewrite};
 use crate::sitemap;
 
@@ -41,6 +42,8 @@ pub(crate) struct Harvest {
     pub(crate) stored: Option<Vec<u8>>,
     /// Whether the response is content to store at all (a page), or only a list of links.
     pub(crate) is_content: bool,
+    /// What the parse's memory budget cut, if anything: reported with the response.
+    pub(crate) cut: Option<Cut>,
 }
 
 /// How one kind of data source is read.
@@ -55,9 +58,10 @@ pub(crate) trait Kernel: Send + Sync {
 }
 
 /// HTML pages: the link-following kernel of document 002.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct HtmlKernel {
     pub(crate) respect_nofollow: bool,
+    pub(crate) budget: ParseBudget,
 }
 
 impl Kernel for HtmlKernel {
@@ -71,6 +75,7 @@ impl Kernel for HtmlKernel {
 
     fn read(&self, response: &Response<'_>, rewrite: Option<Rewrite<'_>>) -> Harvest {
         let opts = ExtractOptions {
+            budget: self.budget,
             respect_nofollow: self.respect_nofollow,
             rewrite,
         };
@@ -81,9 +86,10 @@ impl Kernel for HtmlKernel {
                 nofollow: found.nofollow,
                 stored: found.rewritten,
                 is_content: true,
+                cut: found.cut,
             },
-            // lol_html gives up only on pathological input (its memory limit); the page is
-            // kept as is, with no links.
+            // Only a handler failing (an attribute it cannot set) ends the pass early; the
+            // page is kept as is, with no links.
             Err(_) => Harvest {
                 is_content: true,
                 ..Harvest::default()
@@ -93,8 +99,10 @@ impl Kernel for HtmlKernel {
 }
 
 /// XML sitemaps and indexes, RSS and Atom feeds.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct FeedKernel;
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FeedKernel {
+    pub(crate) budget: ParseBudget,
+}
 
 impl Kernel for FeedKernel {
     fn name(&self) -> &'static str {
@@ -113,38 +121,57 @@ impl Kernel for FeedKernel {
     }
 
     fn read(&self, response: &Response<'_>, _rewrite: Option<Rewrite<'_>>) -> Harvest {
-        let map = sitemap::parse(response.body, response.url);
+        let map = sitemap::parse(response.body, response.url, self.budget);
         Harvest {
             follow: map.locs,
             follow_feeds: map.is_index,
+            cut: map.cut,
             ..Harvest::default()
         }
     }
 }
 
 /// The kernels of a crawl, asked in order; the first that reads a response reads it.
-pub(crate) struct Kernels(Vec<Box<dyn Kernel>>);
+pub(crate) struct Kernels {
+    kernels: Vec<Box<dyn Kernel>>,
+    feed: FeedKernel,
+}
 
 impl std::fmt::Debug for Kernels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.0.iter().map(|k| k.name()))
+            .entries(self.kernels.iter().map(|k| k.name()))
             .finish()
     }
 }
 
 impl Kernels {
-    /// The shipped kernels: HTML pages, then sitemaps and feeds.
-    pub(crate) fn standard(respect_nofollow: bool) -> Self {
-        Self(vec![
-            Box::new(HtmlKernel { respect_nofollow }),
-            Box::new(FeedKernel),
-        ])
+    /// The shipped kernels: HTML pages, then sitemaps and feeds; each parse within `budget`.
+    pub(crate) fn standard(respect_nofollow: bool, budget: ParseBudget) -> Self {
+        let feed = FeedKernel { budget };
+        Self {
+            kernels: vec![
+                Box::new(HtmlKernel {
+                    respect_nofollow,
+                    budget,
+                }),
+                Box::new(feed),
+            ],
+            feed,
+        }
     }
 
     /// The kernel for `response`, if any reads it.
     pub(crate) fn for_response(&self, response: &Response<'_>) -> Option<&dyn Kernel> {
-        self.0.iter().map(|k| &**k).find(|k| k.reads(response))
+        self.kernels
+            .iter()
+            .map(|k| &**k)
+            .find(|k| k.reads(response))
+    }
+
+    /// The feed kernel, for a response known to be a sitemap whatever its declared type.
+    pub(crate) fn feed(&self) -> &FeedKernel {
+        &self.feed
     }
 }
 
@@ -158,7 +185,7 @@ mod tests {
 
     #[test]
     fn each_source_goes_to_its_kernel() {
-        let kernels = Kernels::standard(false);
+        let kernels = Kernels::standard(false, ParseBudget::new(1 << 20));
         let url = Url::parse("http://h/x").unwrap();
         let page = Response::new(&url, "text/html; charset=utf-8", b"<a href=/a>a</a>");
         let k = kernels.for_response(&page).unwrap();
@@ -184,12 +211,17 @@ mod tests {
 
     #[test]
     fn feeds_give_their_entries() {
+        let kernels = Kernels::standard(false, ParseBudget::new(1 << 20));
         let url = Url::parse("http://h/feed").unwrap();
         let rss = br#"<rss><channel><title>t</title><item><title>one</title><link>http://h/1</link></item><item><link> /2 </link></item></channel></rss>"#;
-        let h = FeedKernel.read(&Response::new(&url, "application/rss+xml", rss), None);
+        let h = kernels
+            .feed()
+            .read(&Response::new(&url, "application/rss+xml", rss), None);
         assert_eq!(urls(&h), ["http://h/1", "http://h/2"]);
         let atom = br#"<feed><entry><link rel="alternate" href="http://h/3"/></entry><entry><link href="/4"/></entry></feed>"#;
-        let h = FeedKernel.read(&Response::new(&url, "application/atom+xml", atom), None);
+        let h = kernels
+            .feed()
+            .read(&Response::new(&url, "application/atom+xml", atom), None);
         assert_eq!(urls(&h), ["http://h/3", "http://h/4"]);
     }
 }

@@ -15,11 +15,15 @@ use std::cell::RefCell;
 use lol_html::{HtmlRewriter, Settings, element};
 use url::Url;
 
+use crate::budget::{self, Cut, Links, ParseBudget};
+
 /// Maps an absolute link to the relative path of its mirrored copy, `None` when not mirrored.
 pub(crate) type Rewrite<'a> = &'a dyn Fn(&Url) -> Option<String>;
 
 /// What to do with the links of a page.
 pub(crate) struct ExtractOptions<'a> {
+    /// The pass's working memory (see [`crate::budget`]).
+    pub(crate) budget: ParseBudget,
     /// Skip links marked `rel="nofollow"`, and all links of a page whose robots meta tag says
     /// `nofollow`.
     pub(crate) respect_nofollow: bool,
@@ -36,14 +40,15 @@ pub(crate) struct Extracted {
     pub(crate) links: Vec<Url>,
     /// Links left out because of `nofollow`.
     pub(crate) nofollow: usize,
-    /// The rewritten page, when rewriting was asked for.
+    /// The rewritten page, when rewriting was asked for (and fit its bound).
     pub(crate) rewritten: Option<Vec<u8>>,
+    /// What the memory budget cut, if anything.
+    pub(crate) cut: Option<Cut>,
 }
 
-#[derive(Default)]
 struct Pass {
     base: Option<Url>,
-    links: Vec<Url>,
+    links: Links,
     nofollow: usize,
     page_nofollow: bool,
 }
@@ -54,13 +59,24 @@ pub(crate) fn extract(
     page: &Url,
     opts: &ExtractOptions<'_>,
 ) -> Result<Extracted, lol_html::errors::RewritingError> {
-    let pass = RefCell::new(Pass::default());
+    let pass = RefCell::new(Pass {
+        base: None,
+        links: opts.budget.links(),
+        nofollow: 0,
+        page_nofollow: false,
+    });
     let rewriting = opts.rewrite.is_some();
-    let mut output = Vec::with_capacity(if rewriting {
-        html.len() + html.len() / 8
+    // Rewritten links are usually about as long as the originals; a copy that outgrows the
+    // page by more than an eighth (and 64 KiB, for small pages) is given up (the page is
+    // mirrored as fetched) rather than reallocated to twice its size: it never grows past the
+    // capacity reserved here.
+    let output_cap = if rewriting {
+        html.len() + html.len() / 8 + (64 << 10)
     } else {
         0
-    });
+    };
+    let mut output = Vec::with_capacity(output_cap);
+    let mut rewrite_dropped = false;
 
     let link = |el: &mut lol_html::html_content::Element<'_, '_>, attr: &str| {
         let Some(raw) = el.get_attribute(attr) else {
@@ -89,8 +105,9 @@ pub(crate) fn extract(
         Ok(())
     };
 
-    let mut rewriter = HtmlRewriter::new(
+    let rewriter = HtmlRewriter::new(
         Settings::new()
+            .with_memory_settings(opts.budget.memory_settings())
             .append_element_content_handler(element!("base[href]", |el| {
                 let mut p = pass.borrow_mut();
                 // Only the first <base> counts (HTML standard).
@@ -121,23 +138,45 @@ pub(crate) fn extract(
                 el, "src"
             ))),
         |chunk: &[u8]| {
-            if rewriting {
+            if !rewriting || rewrite_dropped {
+                return;
+            }
+            if output.len() + chunk.len() > output_cap {
+                rewrite_dropped = true;
+                output = Vec::new();
+            } else {
                 output.extend_from_slice(chunk);
             }
         },
     );
-    rewriter.write(html)?;
-    rewriter.end()?;
+    let parsed_before = budget::feed(rewriter, html)?;
+    if let Some(at) = parsed_before
+        && rewriting
+        && !rewrite_dropped
+    {
+        // The rest of the page, unparsed, goes to the copy as it is.
+        if output.len() + html.len() - at > output_cap {
+            rewrite_dropped = true;
+        } else {
+            output.extend_from_slice(&html[at..]);
+        }
+    }
 
     let mut p = pass.into_inner();
     if opts.respect_nofollow && p.page_nofollow {
-        p.nofollow += p.links.len();
-        p.links.clear();
+        p.nofollow += p.links.kept.len();
+        p.links.kept.clear();
     }
+    let cut = Cut {
+        parsed_before,
+        links_dropped: p.links.dropped,
+        rewrite_dropped,
+    };
     Ok(Extracted {
-        links: p.links,
+        links: p.links.kept,
         nofollow: p.nofollow,
-        rewritten: rewriting.then_some(output),
+        rewritten: (rewriting && !rewrite_dropped).then_some(output),
+        cut: cut.into_option(),
     })
 }
 
@@ -148,6 +187,7 @@ mod tests {
     fn links(html: &str, nofollow: bool) -> Vec<String> {
         let page = Url::parse("http://h/dir/page").unwrap();
         let opts = ExtractOptions {
+            budget: ParseBudget::new(1 << 20),
             respect_nofollow: nofollow,
             rewrite: None,
         };
@@ -198,6 +238,7 @@ mod tests {
         let local =
             |u: &Url| (u.host_str() == Some("h")).then(|| crate::mirror::relative(&page, u));
         let opts = ExtractOptions {
+            budget: ParseBudget::new(1 << 20),
             respect_nofollow: false,
             rewrite: Some(&local),
         };
@@ -208,5 +249,35 @@ mod tests {
             text,
             r#"<base><a href="x.html">x</a><a href="http://g/y">y</a><a href="mailto:m">m</a>"#
         );
+    }
+
+    #[test]
+    fn a_page_nested_past_the_budget_keeps_its_first_links_and_a_whole_copy() {
+        let page = Url::parse("http://h/dir/page").unwrap();
+        let mut html = String::from("<a href=\"first\">f</a>");
+        html.push_str(&"<div>".repeat(200_000));
+        html.push_str("<a href=\"last\">l</a>");
+        let local = |u: &Url| Some(format!("local-{}", u.path().rsplit('/').next().unwrap()));
+        let opts = ExtractOptions {
+            budget: ParseBudget::new(1 << 20),
+            respect_nofollow: false,
+            rewrite: Some(&local),
+        };
+        let found = extract(html.as_bytes(), &page, &opts).unwrap();
+        assert_eq!(found.links, [Url::parse("http://h/dir/first").unwrap()]);
+        let cut = found.cut.unwrap();
+        assert!(
+            cut.parsed_before.is_some() && !cut.rewrite_dropped,
+            "{cut:?}"
+        );
+        // Rewritten up to where parsing stopped, as fetched after it.
+        let copy = String::from_utf8(found.rewritten.unwrap()).unwrap();
+        assert!(
+            copy.starts_with("<a href=\"local-first\">"),
+            "{}",
+            &copy[..40]
+        );
+        assert!(copy.ends_with("<a href=\"last\">l</a>"));
+        assert_eq!(copy.len(), html.len() + "local-".len());
     }
 }

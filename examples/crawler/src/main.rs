@@ -52,6 +52,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod budget;
 mod canonical;
 mod checkpoint;
 mod clip;

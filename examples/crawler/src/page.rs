@@ -6,11 +6,12 @@ use std::sync::Arc;
 use reqwest::header;
 use url::Url;
 
+use crate::budget::Cut;
 use crate::canonical::Canonicalizer;
 use crate::crawl::Shared;
 use crate::fetch::{BodyLimit, Exchange};
 use crate::frontier::{Job, JobKind};
-use crate::kernel::{FeedKernel, Kernel, Response};
+use crate::kernel::{Kernel, Response};
 use crate::mirror;
 use crate::options::CrawlConfig;
 use crate::skip::SkipReason;
@@ -84,19 +85,22 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
             Err(e) => problem = Some((e.reason, e.detail)),
             Ok(body) => {
                 let decoded = encoding.is_some_and(|e| !e.eq_ignore_ascii_case("identity"));
-                let stored = match job.kind {
+                let (stored, cut) = match job.kind {
                     JobKind::Page => {
                         read_page(&shared, &url, &job, &exchange, &body, &mut candidates)
                     }
                     JobKind::Sitemap => {
                         // Listed as a sitemap: read as one whatever its declared type.
                         let response = Response::new(&url, "application/xml", &body);
-                        let map = FeedKernel.read(&response, None);
+                        let map = shared.kernels.feed().read(&response, None);
                         // Sitemap entries stand at the sitemap's own depth.
                         push_links(&mut candidates, map.follow, map.follow_feeds, job.depth);
-                        None
+                        (None, map.cut)
                     }
                 };
+                if let Some(cut) = cut {
+                    problem = Some((SkipReason::ParseLimit, cut.to_string()));
+                }
                 if config.mirror && job.kind == JobKind::Page {
                     let path = config.out.join("mirror").join(mirror::path(&url));
                     let data = stored.as_deref().unwrap_or(&body);
@@ -113,7 +117,8 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
     shared.commit_exchange(&job, &exchange, candidates, problem, body_for_dedup);
 }
 
-/// Extracts the links of a page (rewriting them when mirroring); returns the rewritten page.
+/// Extracts the links of a page (rewriting them when mirroring); returns the rewritten page
+/// and what the parse's memory budget cut.
 fn read_page(
     shared: &Shared,
     url: &Url,
@@ -121,13 +126,15 @@ fn read_page(
     exchange: &Exchange,
     body: &[u8],
     candidates: &mut Vec<Candidate>,
-) -> Option<Vec<u8>> {
+) -> (Option<Vec<u8>>, Option<Cut>) {
     let ct = exchange
         .header(header::CONTENT_TYPE)
         .unwrap_or("")
         .to_ascii_lowercase();
     let response = Response::new(url, &ct, body);
-    let kernel = shared.kernels.for_response(&response)?;
+    let Some(kernel) = shared.kernels.for_response(&response) else {
+        return (None, None);
+    };
     let config = &shared.config;
     let local = |target: &Url| {
         let canonical = shared.canon.canonicalize(target).ok()?;
@@ -151,7 +158,7 @@ fn read_page(
         harvest.follow_feeds,
         job.depth + 1,
     );
-    harvest.stored
+    (harvest.stored, harvest.cut)
 }
 
 /// Adds `links` as candidates at `depth`: sitemaps or feeds when the document said its links

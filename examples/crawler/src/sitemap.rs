@@ -6,13 +6,21 @@ use std::cell::RefCell;
 use lol_html::{HtmlRewriter, Settings, element, text};
 use url::Url;
 
+use crate::budget::{self, Cut, ParseBudget};
+
 /// The `<loc>` entries of a sitemap, and whether it is a sitemap index (whose entries are
 /// further sitemaps rather than pages).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Sitemap {
     pub(crate) locs: Vec<Url>,
     pub(crate) is_index: bool,
+    /// What the memory budget cut, if anything.
+    pub(crate) cut: Option<Cut>,
 }
+
+/// Longest `<loc>` text gathered: far beyond any URL a crawl follows, and a bound on what one
+/// endless text node can cost.
+const MAX_LOC: usize = 64 << 10;
 
 /// Parses a sitemap. The HTML tokenizer reads the simple XML of sitemaps well enough, and keeps
 /// the crawler to one parser; entries that are not http(s) URLs are dropped.
@@ -20,7 +28,7 @@ pub(crate) struct Sitemap {
 /// Feeds: RSS `<link>` text and Atom `<link href>` (no `rel`, or `rel="alternate"`) count as
 /// entries. RSS's `<link>` is an HTML void element to the tokenizer, so its text is read as a
 /// `<loc>`.
-pub(crate) fn parse(body: &[u8], base: &Url) -> Sitemap {
+pub(crate) fn parse(body: &[u8], base: &Url, budget: ParseBudget) -> Sitemap {
     let rss;
     let body = if find(body, b"<rss").is_some() {
         rss = replace(&replace(body, b"<link>", b"<loc>"), b"</link>", b"</loc>");
@@ -29,11 +37,12 @@ pub(crate) fn parse(body: &[u8], base: &Url) -> Sitemap {
         body
     };
     let atom = find(body, b"<feed").is_some();
-    let state = RefCell::new((Sitemap::default(), String::new()));
-    let mut rewriter = HtmlRewriter::new(
+    let state = RefCell::new((false, budget.links(), String::new()));
+    let rewriter = HtmlRewriter::new(
         Settings::new()
+            .with_memory_settings(budget.memory_settings())
             .append_element_content_handler(element!("sitemapindex", |_| {
-                state.borrow_mut().0.is_index = true;
+                state.borrow_mut().0 = true;
                 Ok(())
             }))
             .append_element_content_handler(element!("link[href]", |el| {
@@ -46,19 +55,21 @@ pub(crate) fn parse(body: &[u8], base: &Url) -> Sitemap {
                     && let Ok(url) = base.join(href.trim())
                     && matches!(url.scheme(), "http" | "https")
                 {
-                    state.borrow_mut().0.locs.push(url);
+                    state.borrow_mut().1.push(url);
                 }
                 Ok(())
             }))
             .append_element_content_handler(text!("loc", |t| {
                 let mut s = state.borrow_mut();
-                s.1.push_str(t.as_str());
+                if s.2.len() + t.as_str().len() <= MAX_LOC {
+                    s.2.push_str(t.as_str());
+                }
                 if t.last_in_text_node() {
-                    let raw = std::mem::take(&mut s.1);
+                    let raw = std::mem::take(&mut s.2);
                     if let Ok(url) = base.join(raw.trim())
                         && matches!(url.scheme(), "http" | "https")
                     {
-                        s.0.locs.push(url);
+                        s.1.push(url);
                     }
                 }
                 Ok(())
@@ -66,8 +77,18 @@ pub(crate) fn parse(body: &[u8], base: &Url) -> Sitemap {
         |_: &[u8]| {},
     );
     // A malformed sitemap yields whatever was read before the error.
-    let _ = rewriter.write(body).and_then(|()| rewriter.end());
-    state.into_inner().0
+    let parsed_before = budget::feed(rewriter, body).unwrap_or(None);
+    let (is_index, locs, _) = state.into_inner();
+    Sitemap {
+        cut: Cut {
+            parsed_before,
+            links_dropped: locs.dropped,
+            rewrite_dropped: false,
+        }
+        .into_option(),
+        locs: locs.kept,
+        is_index,
+    }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -90,12 +111,15 @@ fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    const BUDGET: fn() -> ParseBudget = || ParseBudget::new(1 << 20);
+
     #[test]
     fn reads_urlsets_and_indexes() {
         let base = Url::parse("http://h/sitemap.xml").unwrap();
         let set = parse(
             b"<?xml version='1.0'?><urlset><url><loc> http://h/a </loc></url><url><loc>/b</loc></url><url><loc>ftp://x/</loc></url></urlset>",
             &base,
+            BUDGET(),
         );
         assert!(!set.is_index);
         assert_eq!(
@@ -105,6 +129,7 @@ mod tests {
         let index = parse(
             b"<sitemapindex><sitemap><loc>http://h/s2.xml</loc></sitemap></sitemapindex>",
             &base,
+            BUDGET(),
         );
         assert!(index.is_index);
         assert_eq!(index.locs.len(), 1);

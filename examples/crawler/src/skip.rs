@@ -48,6 +48,9 @@ pub(crate) enum SkipReason {
     BadUrl,
     /// New to the done set but similar to earlier URLs by document 004's features (`--similar`).
     Similar,
+    /// A fetched page or sitemap whose parse reached its memory bound: links after that point
+    /// (or beyond the links' share) were not followed. The detail says which.
+    ParseLimit,
 }
 
 impl SkipReason {
@@ -71,6 +74,7 @@ impl SkipReason {
             Self::BadRedirect => "bad-redirect",
             Self::BadUrl => "bad-url",
             Self::Similar => "similar",
+            Self::ParseLimit => "parse-limit",
         }
     }
 }
