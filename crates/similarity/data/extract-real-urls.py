@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Extracts the real URL list `real-urls.txt` from documentation installed on the build machine.
+"""Extracts the real URL lists `real-urls.txt` and `real-urls-rust.txt` from documentation and
+source code installed on the build machine.
 
-Sources, in this order (files sorted by path, so the output is deterministic for a given
-machine):
+Sources of `real-urls.txt`, in this order (files sorted by path, so the output is deterministic
+for a given machine):
   1. /usr/share/doc/**: Debian package documentation (copyright files, READMEs, changelogs,
      the Node.js API reference and release notes); gzip files are read decompressed.
   2. ~/.cargo/registry/src/*/*/{README.md,Cargo.toml}: the READMEs and manifests of the crates
      in the local Cargo cache.
+
+Source of `real-urls-rust.txt` (with `--rust-sources`): every `.rs` file of the crates in the
+local Cargo cache, sorted by path: the links of their doc comments and code (manual pages of
+man.freebsd.org and man.openbsd.org, RFCs, issue trackers, API references).
 
 Every http(s) URL is taken as written, with trailing punctuation that prose puts after links
 removed. At most PER_FILE URLs are kept per file, so large changelogs do not drown the rest,
@@ -14,6 +19,7 @@ and the list stops at LIMIT URLs (keeping it small enough to commit). Duplicates
 they are part of what a crawler sees.
 
 Usage: python3 extract-real-urls.py > real-urls.txt
+       python3 extract-real-urls.py --rust-sources > real-urls-rust.txt
 """
 import glob
 import gzip
@@ -27,7 +33,19 @@ URL = re.compile(rb"https?://[^\s\"'<>()\[\]{}`|\\^]+")
 TRAILING = b".,;:!?*_~"
 
 
+def rust_sources():
+    home = os.path.expanduser("~/.cargo/registry/src")
+    return sorted(
+        os.path.join(root, name)
+        for root, _, names in os.walk(home)
+        for name in names
+        if name.endswith(".rs")
+    )
+
+
 def files():
+    if "--rust-sources" in sys.argv[1:]:
+        return rust_sources()
     doc = sorted(
         os.path.join(root, name)
         for root, _, names in os.walk("/usr/share/doc")

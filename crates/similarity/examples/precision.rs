@@ -4,8 +4,12 @@
 //!
 //! ```sh
 //! cargo run --release -p url-dedup-similarity --example precision
-//! cargo run --release -p url-dedup-similarity --example precision -- my-urls.txt
+//! cargo run --release -p url-dedup-similarity --example precision -- my-urls.txt other.txt
 //! ```
+//!
+//! Without arguments the real lists are `data/real-urls.txt` (links in installed
+//! documentation) and `data/real-urls-rust.txt` (links in the Rust sources of the Cargo
+//! cache); `data/extract-real-urls.py` says how both were made.
 //!
 //! Pipeline, as a crawler would run it: canonicalize (default policy), drop exact duplicates
 //! of an earlier canonical URL, then ask the similarity filter. A fold is *right* when the
@@ -42,14 +46,19 @@ struct Tally {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (path, shown) = match std::env::args().nth(1) {
-        Some(arg) => (PathBuf::from(&arg), arg),
-        None => (
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/real-urls.txt"),
-            "crates/similarity/data/real-urls.txt".to_owned(),
-        ),
-    };
-    let text = std::fs::read_to_string(&path)?;
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut lists: Vec<(PathBuf, String)> = std::env::args()
+        .skip(1)
+        .map(|arg| (PathBuf::from(&arg), arg))
+        .collect();
+    if lists.is_empty() {
+        for name in ["real-urls.txt", "real-urls-rust.txt"] {
+            lists.push((
+                manifest.join("data").join(name),
+                format!("crates/similarity/data/{name}"),
+            ));
+        }
+    }
     let strict = {
         let mut p = Policy::default();
         p.fold_www = true;
@@ -57,18 +66,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         p.trailing_slash = TrailingSlash::Remove;
         Canonicalizer::new(p)
     };
-    let real: Vec<Link> = text
-        .lines()
-        .map(|line| Link {
-            url: line.to_owned(),
-            page: strict
-                .canonicalize(line)
-                .map_or_else(|_| line.to_owned(), |c| c.into_owned()),
-        })
-        .collect();
-    println!("### Real URL list: `{shown}`\n");
-    report(&real);
-    println!("\n### Generated site with known near-duplicates\n");
+    for (path, shown) in lists {
+        let text = std::fs::read_to_string(&path)?;
+        let real: Vec<Link> = text
+            .lines()
+            .map(|line| Link {
+                url: line.to_owned(),
+                page: strict
+                    .canonicalize(line)
+                    .map_or_else(|_| line.to_owned(), |c| c.into_owned()),
+            })
+            .collect();
+        println!("### Real URL list: `{shown}`\n");
+        report(&real);
+        println!();
+    }
+    println!("### Generated site with known near-duplicates\n");
     report(&generated_site());
     Ok(())
 }
@@ -112,6 +125,25 @@ fn report(links: &[Link]) {
             builtin::QueryKey::default(),
         )),
     ];
+    // The crawler preset as it was before word values counted: only search and language
+    // parameters' words identified pages.
+    let earlier_query_key: Vec<Arc<dyn Feature>> = Preset::Crawler
+        .features()
+        .into_iter()
+        .map(|f| -> Arc<dyn Feature> {
+            if f.name() == "path:query_key" {
+                Arc::new(builtin::Scoped::new(
+                    builtin::Scope::Path,
+                    builtin::QueryKey::new([
+                        "q", "query", "search", "s", "keyword", "keywords", "term", "text", "lang",
+                        "hl", "locale",
+                    ]),
+                ))
+            } else {
+                f
+            }
+        })
+        .collect();
     let rows: Vec<(&str, Option<Config>)> = vec![
         ("exact only (no similarity filter)", None),
         (
@@ -145,6 +177,15 @@ fn report(links: &[Link]) {
             "`Crawler`, per-feature sizing (the default)",
             Some((
                 Preset::Crawler.features(),
+                RegionSizing::PerFeature,
+                FeatureHash::Md5,
+                true,
+            )),
+        ),
+        (
+            "`Crawler` with the earlier query key (words identify only in search and language parameters)",
+            Some((
+                earlier_query_key,
                 RegionSizing::PerFeature,
                 FeatureHash::Md5,
                 true,
@@ -217,15 +258,15 @@ fn report(links: &[Link]) {
     }
 }
 
-/// Forty sites of four kinds. Every URL carries the page it leads to; variants of one page
+/// Fifty sites of five kinds. Every URL carries the page it leads to; variants of one page
 /// are the near-duplicates a similarity filter should fold, everything else is a different
 /// page it must not fold. Deterministic.
 fn generated_site() -> Vec<Link> {
     let mut rng = SplitMix(0x5eed);
     let mut links = Vec::new();
     let add = |links: &mut Vec<Link>, url: String, page: String| links.push(Link { url, page });
-    for s in 0..40u64 {
-        match s % 4 {
+    for s in 0..50u64 {
+        match s % 5 {
             0 => {
                 let host = format!("https://news{s}.example");
                 for id in 0..300 {
@@ -306,7 +347,7 @@ fn generated_site() -> Vec<Link> {
                     );
                 }
             }
-            _ => {
+            3 => {
                 let host = format!("https://wiki{s}.example");
                 const WORDS: [&str; 12] = [
                     "Rust", "Bloom", "Filter", "Crawler", "Hash", "Graph", "Tree", "Queue",
@@ -339,6 +380,34 @@ fn generated_site() -> Vec<Link> {
                         format!("{host}/wiki/Special:Search?search={w}"),
                         format!("wiki{s}/search/{w}"),
                     );
+                }
+            }
+            _ => {
+                // A directory of webrings, pets and editors: pages told apart only by a
+                // word-valued parameter (`?ring=kamito`), with referral and sort variants.
+                let host = format!("https://ring{s}.example");
+                const SYLLABLES: [&str; 10] =
+                    ["ka", "ru", "mi", "to", "ne", "sa", "lo", "vi", "de", "po"];
+                for id in 0..300usize {
+                    let word = format!(
+                        "{}{}{}",
+                        SYLLABLES[id % 10],
+                        SYLLABLES[id / 10 % 10],
+                        SYLLABLES[id / 100 % 10]
+                    );
+                    let (path, param) = match id % 3 {
+                        0 => ("hub", "ring"),
+                        1 => ("show.php", "pet_name"),
+                        _ => ("staff", "editor"),
+                    };
+                    let base = format!("{host}/{path}?{param}={word}");
+                    let page = format!("ring{s}/{param}/{word}");
+                    add(&mut links, base.clone(), page.clone());
+                    for v in ["&ref=home", "&sort=name", "&via=list"] {
+                        if rng.chance(0.3) {
+                            add(&mut links, format!("{base}{v}"), page.clone());
+                        }
+                    }
                 }
             }
         }

@@ -8,7 +8,7 @@
 //! | `last_page` | `un` with the query (`un` is `u1` when `n = 1`), as in document 004 |
 //! | `last_segment` | `un` without the query; empty when `n = 1` |
 //! | `query_names` | `?` and the sorted, distinct parameter names, or empty without a query |
-//! | `query_key` | `?` and the sorted parameters that identify content, or empty if none |
+//! | `query_key` | `?` and the sorted parameters that identify content (all but presentation parameters with word values), or empty if none |
 //! | `path_template` | the path with digit runs written `{int}`: `/item/{int}/page-{int}.html` |
 //! | `extension` | the last segment's extension, lower-cased (`html`), or empty |
 //!
@@ -190,11 +190,17 @@ impl Feature for QueryNames {
 /// `name=value` pairs in sorted order, or empty when there are none. Parameters that only
 /// change presentation are dropped, so `/item/7?color=red` has the key of `/item/7`.
 ///
-/// A parameter identifies content when it is a bare key without `=` (`/bugs/?50414`), when
-/// its value contains a digit (`id=42`, `page=2`, `oldid=981`, dates), or when its name is in
-/// the list of content parameters (search terms and languages by default: `q`, `query`,
-/// `search`, `s`, `keyword(s)`, `term`, `text`, `lang`, `hl`, `locale`). Other values (`ref=rss`, `sort=name`, `color=red`, `highlight=rust`) are
-/// taken as presentation of the same page. Repeated identical pairs count once.
+/// By default ([`QueryKey::default`]) a parameter identifies content unless its name is a known
+/// presentation parameter (referral tags, sort order, display options, highlighting:
+/// [`QueryKey::PRESENTATION_PARAMS`]) and its value has no digit. So bare keys
+/// (`/bugs/?50414`), ids, page numbers and dates (`id=42`, `page=2`), and words, slugs and
+/// names (`ring=caern`, `pet_name=rex`, `command=open`, `q=bloom`) all identify pages: a word
+/// that varies across otherwise-equal URLs names a page as often as an id does, and folding it
+/// loses the page, where keeping a presentation variant costs one fetch. Repeated identical
+/// pairs count once; empty values identify nothing.
+///
+/// [`QueryKey::new`] keeps the older, more folding rule: word values count only for the
+/// parameters it lists.
 ///
 /// # Examples
 ///
@@ -205,28 +211,129 @@ impl Feature for QueryNames {
 /// QueryKey::default().write_value(&UrlParts::parse("https://e.com/s?ref=rss&q=bloom&id=7"), &mut v);
 /// assert_eq!(v, b"?id=7&q=bloom");
 /// v.clear();
+/// QueryKey::default().write_value(&UrlParts::parse("https://e.com/hub?ring=caern&sort=name"), &mut v);
+/// assert_eq!(v, b"?ring=caern");
+/// v.clear();
 /// QueryKey::default().write_value(&UrlParts::parse("https://e.com/s?sort=name"), &mut v);
 /// assert!(v.is_empty());
 /// ```
 #[derive(Clone, Debug)]
 pub struct QueryKey {
-    content_params: Vec<Box<str>>,
+    words: WordValues,
     name: String,
 }
 
-const CONTENT_PARAMS: [&str; 11] = [
-    "q", "query", "search", "s", "keyword", "keywords", "term", "text", "lang", "hl", "locale",
-];
+/// Which parameters with a word value (no digit) count.
+#[derive(Clone, Debug)]
+enum WordValues {
+    /// Every one but these presentation parameters.
+    AllBut(Vec<Box<str>>),
+    /// Only these content parameters.
+    Only(Vec<Box<str>>),
+}
 
 impl Default for QueryKey {
     fn default() -> Self {
-        Self::new(CONTENT_PARAMS)
+        Self::with_presentation_params(Self::PRESENTATION_PARAMS)
     }
 }
 
+fn lower_names<I, S>(names: I) -> Vec<Box<str>>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    names
+        .into_iter()
+        .map(|s| s.as_ref().to_ascii_lowercase().into_boxed_str())
+        .collect()
+}
+
 impl QueryKey {
-    /// A query key whose word values count only for the parameters in `content_params`
+    /// The default presentation parameters, whose word values do not tell pages apart:
+    /// referral tags (`ref`, `referer`, `referrer`, `ref_src`, `via`, `share`, `shared`), sort
+    /// order (`sort`, `sortby`, `sort_by`, `order`, `orderby`, `order_by`, `direction`),
+    /// display options (`layout`, `theme`, `skin`, `style`, `color`, `colour`, `print`,
+    /// `printable`, `logo`, `labelcolor`) and search-term highlighting (`highlight`, `hilite`).
+    ///
+    /// Left out on purpose, because their word values often do name pages: `source` and
+    /// `from` (`from=en&to=de`), `dir` (a directory browser's path), `view`, `mode`, `tab`,
+    /// `action` (`action=history` is another page than `action=view`) and `format`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::builtin::QueryKey;
+    ///
+    /// assert!(QueryKey::PRESENTATION_PARAMS.contains(&"sort"));
+    /// assert!(!QueryKey::PRESENTATION_PARAMS.contains(&"action"));
+    /// ```
+    pub const PRESENTATION_PARAMS: [&'static str; 26] = [
+        "ref",
+        "referer",
+        "referrer",
+        "ref_src",
+        "via",
+        "share",
+        "shared",
+        "sort",
+        "sortby",
+        "sort_by",
+        "order",
+        "orderby",
+        "order_by",
+        "direction",
+        "layout",
+        "theme",
+        "skin",
+        "style",
+        "color",
+        "colour",
+        "print",
+        "printable",
+        "logo",
+        "labelcolor",
+        "highlight",
+        "hilite",
+    ];
+
+    /// A query key where every word value counts except those of `presentation_params`
     /// (compared without regard to ASCII case); digit-bearing values always count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::{Feature, UrlParts, builtin::QueryKey};
+    ///
+    /// let key = QueryKey::with_presentation_params(["tab"]);
+    /// let mut v = Vec::new();
+    /// key.write_value(&UrlParts::parse("https://e.com/?tab=code&sort=name"), &mut v);
+    /// assert_eq!(v, b"?sort=name");
+    /// // A custom list is part of the name, so snapshots cannot mix the two up.
+    /// assert_eq!(key.name(), "query_key[except:tab]");
+    /// assert_eq!(QueryKey::default().name(), "query_key");
+    /// ```
+    pub fn with_presentation_params<I, S>(presentation_params: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let params = lower_names(presentation_params);
+        let name = if params.iter().map(|p| &**p).eq(Self::PRESENTATION_PARAMS) {
+            "query_key".to_owned()
+        } else {
+            format!("query_key[except:{}]", params.join(","))
+        };
+        Self {
+            words: WordValues::AllBut(params),
+            name,
+        }
+    }
+
+    /// A query key whose word values count only for the parameters in `content_params`
+    /// (compared without regard to ASCII case); digit-bearing values always count. This
+    /// folds more than the default, including pages told apart by an unlisted word-valued
+    /// parameter (`?ring=caern`, `?ring=vtes`): use it for sites whose parameters are known.
     ///
     /// # Examples
     ///
@@ -236,36 +343,32 @@ impl QueryKey {
     /// let mut v = Vec::new();
     /// QueryKey::new(["tab"]).write_value(&UrlParts::parse("https://e.com/?tab=code&q=x"), &mut v);
     /// assert_eq!(v, b"?tab=code");
-    /// // A custom list is part of the name, so snapshots cannot mix the two up.
     /// assert_eq!(QueryKey::new(["tab"]).name(), "query_key[tab]");
-    /// assert_eq!(QueryKey::default().name(), "query_key");
     /// ```
     pub fn new<I, S>(content_params: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let content_params: Vec<Box<str>> = content_params
-            .into_iter()
-            .map(|s| s.as_ref().to_ascii_lowercase().into_boxed_str())
-            .collect();
-        let name = if content_params.iter().map(|p| &**p).eq(CONTENT_PARAMS) {
-            "query_key".to_owned()
-        } else {
-            format!("query_key[{}]", content_params.join(","))
-        };
+        let params = lower_names(content_params);
+        let name = format!("query_key[{}]", params.join(","));
         Self {
-            content_params,
+            words: WordValues::Only(params),
             name,
         }
     }
 
     fn identifies(&self, name: &str, value: &str) -> bool {
-        value.bytes().any(|b| b.is_ascii_digit())
-            || self
-                .content_params
+        let listed = |params: &[Box<str>]| {
+            params
                 .iter()
                 .any(|p| p.as_bytes().eq_ignore_ascii_case(name.as_bytes()))
+        };
+        value.bytes().any(|b| b.is_ascii_digit())
+            || match &self.words {
+                WordValues::AllBut(presentation) => !value.is_empty() && !listed(presentation),
+                WordValues::Only(content) => listed(content),
+            }
     }
 }
 

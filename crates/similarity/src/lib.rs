@@ -62,7 +62,8 @@
 //!   any site had a depth-3 URL, a `news` directory and a page called `2.html`: on a real URL
 //!   list 96% of its folds were genuinely different pages. The crawler preset scopes features
 //!   to the site, directory or path and adds query keys, path templates and extensions; it
-//!   folds URLs that differ only in presentation parameters (`?ref=rss`, `?sort=name`).
+//!   folds URLs that differ only in presentation parameters (`?ref=rss`, `?sort=name`) and
+//!   keeps pages told apart by any other parameter, words included (`?ring=caern`).
 //!   `docs/similarity.md` has the measured table, including its memory cost (67 bits per URL
 //!   at 1%, seven regions).
 //! * **Explained verdicts**: [`Verdict`] carries which features matched;

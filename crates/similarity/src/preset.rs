@@ -31,10 +31,12 @@ pub enum Preset {
     /// The recommended crawler preset: the document's features scoped to the site, plus what
     /// they miss. A URL is similar only when, on the same site, its directory already had a
     /// page of this name (`dir:last_segment`), the same path was seen with the same query key
-    /// (`path:query_key`: parameter names, and the values that identify content such as ids,
-    /// page numbers and search terms), and its path template (`/item/{int}`), depth, first
-    /// directory and file extension were all seen before. In practice it folds URLs that
-    /// differ only in presentation parameters (`?ref=rss`, `?sort=name`, `?color=red`).
+    /// (`path:query_key`: every parameter but the known presentation ones, whose word values
+    /// are dropped; ids, page numbers, search terms and word values such as `?ring=caern` all
+    /// count), and its path template (`/item/{int}`), depth, first directory and file extension
+    /// were all seen before. In practice it folds URLs that differ only in presentation
+    /// parameters (`?ref=rss`, `?sort=name`, `?color=red`) and keeps pages told apart by any
+    /// other parameter.
     #[default]
     Crawler,
 }
