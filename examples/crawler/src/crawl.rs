@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
@@ -12,6 +12,8 @@ use crate::error::CrawlError;
 use crate::fetch::{Exchange, Fetcher};
 use crate::frontier::{Job, JobKind};
 use crate::kernel::Kernels;
+use crate::logger::Logger;
+use crate::monitor::{Counters, Monitor, Refresh};
 use crate::options::CrawlConfig;
 use crate::page::{self, Candidate};
 use crate::router::Router;
@@ -27,6 +29,8 @@ pub(crate) struct Shared {
     pub(crate) canon: Canonicalizer,
     pub(crate) fetcher: Fetcher,
     pub(crate) kernels: Kernels,
+    /// Live figures, the status page and the page rate limit.
+    pub(crate) monitor: Arc<Monitor>,
     state: Mutex<CrawlState>,
     router: Router,
     stop: watch::Sender<bool>,
@@ -183,7 +187,14 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     }
     let (stop, _) = watch::channel(false);
     let pages_before = state.pages_done();
+    let monitor = Arc::new(Monitor::new(
+        format!("crawler-{}", std::process::id()),
+        out.display().to_string(),
+        config.rate,
+        Logger::new(format!("crawler-{}", std::process::id()), None, 1),
+    ));
     let shared = Arc::new(Shared {
+        monitor: monitor.clone(),
         canon: Canonicalizer::default(),
         fetcher,
         kernels: Kernels::standard(
@@ -198,6 +209,11 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
         fatal: Mutex::new(None),
         config,
     });
+
+    let _ = monitor.refresh.set(refresh_from(Arc::downgrade(&shared)));
+    if let Some(addr) = shared.config.status {
+        crate::monitor::start(monitor, addr).await?;
+    }
 
     let workers: Vec<_> = inboxes
         .into_iter()
@@ -285,6 +301,26 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
         stop,
         begin.elapsed(),
     ))
+}
+
+/// Copies the figures of this run (kept in the state) into the monitor's counters.
+fn refresh_from(shared: Weak<Shared>) -> Refresh {
+    Box::new(move |c: &Counters| {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let state = shared.state();
+        let s = &state.stats;
+        for (counter, value) in [
+            (&c.fetched, s.fetched),
+            (&c.queued, s.admitted),
+            (&c.duplicates, s.duplicate_links),
+            (&c.bytes, s.wire_bytes),
+        ] {
+            counter.store(value, Ordering::Relaxed);
+        }
+        c.set_skips(state.skips.counts());
+    })
 }
 
 /// Periodic checkpoints and progress lines.

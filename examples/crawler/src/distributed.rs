@@ -42,7 +42,7 @@ use crate::error::CrawlError;
 use crate::fetch::{BodyLimit, Fetcher, Validators};
 use crate::kernel::{Kernels, Response};
 use crate::logger::Logger;
-use crate::monitor::{Counters, Monitor, Pacer};
+use crate::monitor::{Counters, Monitor};
 use crate::options::CrawlConfig;
 use crate::page::Rejected;
 use crate::robots::RobotsRules;
@@ -60,8 +60,6 @@ pub(crate) struct Shared {
     pub(crate) redis: String,
     pub(crate) name: String,
     pub(crate) lease: Duration,
-    pub(crate) status: Option<std::net::SocketAddr>,
-    pub(crate) rate: f64,
     pub(crate) log_cap: u64,
     /// Incremental crawl: the period between two revisits.
     pub(crate) every: Option<Duration>,
@@ -145,18 +143,11 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         shared.log_cap,
     );
     let monitor = Arc::new(Monitor {
-        process: me.to_string(),
-        crawl: shared.name.clone(),
-        counters: Counters::default(),
-        pacer: Pacer::new(shared.rate),
-        logger,
-        started: tokio::time::Instant::now(),
+        shared: true,
+        ..Monitor::new(me.to_string(), shared.name.clone(), config.rate, logger)
     });
-    if let Some(addr) = shared.status {
-        let bound = crate::monitor::serve(monitor.clone(), addr)
-            .await
-            .map_err(CrawlError::io("binding status address", addr.to_string()))?;
-        eprintln!("status page: http://{bound}/");
+    if let Some(addr) = config.status {
+        crate::monitor::start(monitor.clone(), addr).await?;
     }
     let log_path = config.out.join(format!("fetched-{me}.tsv"));
     let file = std::fs::File::create(&log_path).map_err(CrawlError::io("creating", &log_path))?;
@@ -274,6 +265,7 @@ fn summary(node: &Node) -> HashMap<&'static str, serde_json::Value> {
         ("bytes", load(&c.bytes)),
         ("table_epoch", load(&c.table_epoch)),
         ("most_shards", load(&c.most_shards)),
+        ("skips", serde_json::json!(c.skips())),
     ])
 }
 
@@ -536,10 +528,8 @@ impl Node {
             // Depth is not carried by shared tasks; length and slash limits still apply.
             match crate::page::vet(&self.canon, &self.config, &link, 0) {
                 Ok(url) => urls.push(String::from(url)),
-                Err(Rejected::Trap(..)) => Counters::add(&c.traps, 1),
-                Err(Rejected::NoCanonical(_) | Rejected::OutOfScope(_)) => {
-                    Counters::add(&c.skipped, 1)
-                }
+                Err(Rejected::Trap(reason, _) | Rejected::NoCanonical(reason)) => c.skip(reason),
+                Err(Rejected::OutOfScope(_)) => c.skip(SkipReason::OutOfScope),
             }
         }
         urls.sort_unstable();
@@ -563,7 +553,7 @@ impl Node {
             match NewTask::from_url(url) {
                 Ok(t) => tasks.push(t),
                 Err(e) => {
-                    Counters::add(&c.skipped, 1);
+                    c.skip(SkipReason::BadUrl);
                     self.monitor.logger.warn(&format!("{url}: {e}")).await;
                 }
             }
@@ -580,13 +570,13 @@ impl Node {
     async fn crawl(&self, task: &ClaimedTask) -> Result<(), CrawlError> {
         let c = &self.monitor.counters;
         let Ok(url) = Url::parse(task.url()) else {
-            Counters::add(&c.skipped, 1);
+            c.skip(SkipReason::BadUrl);
             return Ok(());
         };
         if self.config.robots {
             let rules = self.robots_for(task.host(), &url).await;
-            if rules.verdict(url.as_str()).is_some() {
-                Counters::add(&c.skipped, 1);
+            if let Some(reason) = rules.verdict(url.as_str()) {
+                c.skip(reason);
                 return Ok(());
             }
         }
@@ -609,7 +599,7 @@ impl Node {
         let exchange = match fetched {
             Ok(x) => x,
             Err(f) => {
-                Counters::add(&c.errors, 1);
+                c.skip(f.reason);
                 self.monitor
                     .logger
                     .warn(&format!("{url}: {} {}", f.reason.name(), f.detail))
@@ -640,7 +630,7 @@ impl Node {
                 .and_then(|l| url.join(l.trim()).ok())
             {
                 Some(target) if matches!(target.scheme(), "http" | "https") => found.push(target),
-                _ => Counters::add(&c.skipped, 1),
+                _ => c.skip(SkipReason::BadRedirect),
             }
         } else if exchange.status.is_success() {
             let ct = exchange
@@ -654,7 +644,7 @@ impl Node {
                     if let Some(kernel) = self.kernels.for_response(&response) {
                         let harvest = kernel.read(&response, None);
                         if let Some(cut) = harvest.cut {
-                            Counters::add(&c.skipped, 1);
+                            c.skip(SkipReason::ParseLimit);
                             self.monitor
                                 .logger
                                 .warn(&format!("{url}: {} ({cut})", SkipReason::ParseLimit))
@@ -662,11 +652,11 @@ impl Node {
                         }
                         found = harvest.follow;
                     } else if !self.config.fetch.accepts(&ct) {
-                        Counters::add(&c.skipped, 1);
+                        c.skip(SkipReason::ContentType);
                     }
                 }
                 Err(e) => {
-                    Counters::add(&c.errors, 1);
+                    c.skip(e.reason);
                     self.monitor
                         .logger
                         .warn(&format!("{url}: {}", e.detail))

@@ -125,8 +125,6 @@ fn main() -> ExitCode {
                 redis: redis.clone(),
                 name: options.crawl_name.clone(),
                 lease: std::time::Duration::from_millis(options.lease_ms.max(100)),
-                status: options.status,
-                rate: options.rate,
                 log_cap: options.log_cap,
                 every: options.every,
             };

@@ -1,19 +1,25 @@
 //! Document 003's Monitor: live counters of one process, its page rate limit, and a small HTTP
 //! status endpoint (HTML at `/`, JSON at `/status.json`, `POST /rate?pages_per_sec=N`) that also
-//! shows the crawl's shared log stream.
+//! shows the crawl's shared log stream. A single-process crawl serves it too (`--status`
+//! without `--redis`): its figures live in the crawl state and are copied in when a status is
+//! served.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::error::CrawlError;
 use crate::logger::Logger;
+use crate::skip::{SkipClass, SkipReason};
 
 /// Counters of one process, updated without a lock by every spider.
 #[derive(Debug, Default)]
@@ -39,11 +45,54 @@ pub(crate) struct Counters {
     /// Virtual nodes (shards) of the table this process owns now, and the most it owned.
     pub(crate) shards: AtomicU64,
     pub(crate) most_shards: AtomicU64,
+    /// URLs not followed and failed fetches, per reason (`traps`, `skipped` and `errors` are
+    /// its sums by class).
+    pub(crate) by_reason: Mutex<BTreeMap<SkipReason, u64>>,
 }
 
 impl Counters {
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts one URL not followed (or one failed fetch) for `reason`.
+    pub(crate) fn skip(&self, reason: SkipReason) {
+        Self::add(self.class(reason), 1);
+        *self
+            .by_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    /// Replaces the per-reason counts (and their sums) with `counts`.
+    pub(crate) fn set_skips(&self, counts: &BTreeMap<SkipReason, u64>) {
+        for class in [&self.traps, &self.skipped, &self.errors] {
+            class.store(0, Ordering::Relaxed);
+        }
+        for (&reason, &n) in counts {
+            Self::add(self.class(reason), n);
+        }
+        *self.by_reason.lock().unwrap_or_else(|p| p.into_inner()) = counts.clone();
+    }
+
+    fn class(&self, reason: SkipReason) -> &AtomicU64 {
+        match reason.class() {
+            SkipClass::Trap => &self.traps,
+            SkipClass::Error => &self.errors,
+            SkipClass::Other => &self.skipped,
+        }
+    }
+
+    /// The per-reason counts, by reason name.
+    pub(crate) fn skips(&self) -> BTreeMap<&'static str, u64> {
+        self.by_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(r, n)| (r.name(), *n))
+            .collect()
     }
 }
 
@@ -51,14 +100,17 @@ impl Counters {
 #[derive(Debug)]
 pub(crate) struct Pacer {
     per_sec: AtomicU64,
-    next: std::sync::Mutex<Instant>,
+    next: Mutex<Instant>,
+    /// Wakes the fetches waiting for a slot when the rate changes.
+    changed: Notify,
 }
 
 impl Pacer {
     pub(crate) fn new(per_sec: f64) -> Self {
         Self {
             per_sec: AtomicU64::new(per_sec.max(0.0).to_bits()),
-            next: std::sync::Mutex::new(Instant::now()),
+            next: Mutex::new(Instant::now()),
+            changed: Notify::new(),
         }
     }
 
@@ -66,15 +118,30 @@ impl Pacer {
         f64::from_bits(self.per_sec.load(Ordering::Relaxed))
     }
 
-    /// Changes the rate; takes effect at the next fetch start.
+    /// Changes the rate at once: slots booked at the old rate are given up, and the fetches
+    /// waiting for them book again at the new one (so lifting a limit of one page a minute does
+    /// not leave the waiting fetches asleep for minutes).
     pub(crate) fn set_rate(&self, per_sec: f64) {
         self.per_sec.store(per_sec.to_bits(), Ordering::Relaxed);
+        *self.next.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        self.changed.notify_waiters();
     }
 
     /// Waits for this process's next fetch slot.
     pub(crate) async fn wait(&self) {
-        if let Some(start) = self.book(Instant::now()) {
-            tokio::time::sleep_until(start).await;
+        loop {
+            // Registered before booking, so a change between booking and sleeping still wakes
+            // this fetch.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let Some(start) = self.book(Instant::now()) else {
+                return;
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until(start) => return,
+                () = &mut changed => {}
+            }
         }
     }
 
@@ -92,21 +159,39 @@ impl Pacer {
     }
 }
 
+/// Copies a local crawl's figures (kept in its state) into the counters.
+pub(crate) type Refresh = Box<dyn Fn(&Counters) + Send + Sync>;
+
 /// What the status endpoint shows.
-#[derive(Debug)]
 pub(crate) struct Monitor {
     pub(crate) process: String,
     pub(crate) crawl: String,
+    /// Whether this process shares its crawl through Redis (it then has a partition table).
+    pub(crate) shared: bool,
     pub(crate) counters: Counters,
     pub(crate) pacer: Pacer,
     pub(crate) logger: Logger,
     pub(crate) started: Instant,
+    /// Set by a local crawl; the shared crawl's spiders count into `counters` directly.
+    pub(crate) refresh: OnceLock<Refresh>,
+}
+
+impl std::fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Monitor")
+            .field("process", &self.process)
+            .field("crawl", &self.crawl)
+            .field("shared", &self.shared)
+            .field("counters", &self.counters)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, serde::Serialize)]
 struct Status {
     process: String,
     crawl: String,
+    mode: &'static str,
     uptime_secs: f64,
     fetched: u64,
     not_modified: u64,
@@ -120,11 +205,30 @@ struct Status {
     rate_limit: f64,
     table_epoch: u64,
     shards: u64,
+    /// Distinct URLs not followed and failed fetches, per reason.
+    skips: BTreeMap<&'static str, u64>,
     log: Vec<crate::logger::Entry>,
 }
 
 impl Monitor {
+    /// A monitor for this process, pacing fetches at `rate` pages per second (0: no limit).
+    pub(crate) fn new(process: String, crawl: String, rate: f64, logger: Logger) -> Self {
+        Self {
+            process,
+            crawl,
+            shared: false,
+            counters: Counters::default(),
+            pacer: Pacer::new(rate),
+            logger,
+            started: Instant::now(),
+            refresh: OnceLock::new(),
+        }
+    }
+
     async fn status(&self) -> Status {
+        if let Some(refresh) = self.refresh.get() {
+            refresh(&self.counters);
+        }
         let c = &self.counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let uptime = self.started.elapsed().as_secs_f64();
@@ -132,6 +236,7 @@ impl Monitor {
         Status {
             process: self.process.clone(),
             crawl: self.crawl.clone(),
+            mode: if self.shared { "shared" } else { "local" },
             uptime_secs: uptime,
             fetched,
             not_modified: load(&c.not_modified),
@@ -149,6 +254,7 @@ impl Monitor {
             rate_limit: self.pacer.rate(),
             table_epoch: load(&c.table_epoch),
             shards: load(&c.shards),
+            skips: c.skips(),
             log: self.logger.recent(20).await,
         }
     }
@@ -159,8 +265,18 @@ struct RateChange {
     pages_per_sec: f64,
 }
 
+/// Serves the status endpoint on `addr` in the background and says where on standard error
+/// (`status page: http://ADDR/`; port 0 picks a free port).
+pub(crate) async fn start(monitor: Arc<Monitor>, addr: SocketAddr) -> Result<(), CrawlError> {
+    let bound = serve(monitor, addr)
+        .await
+        .map_err(CrawlError::io("binding status address", addr.to_string()))?;
+    eprintln!("status page: http://{bound}/");
+    Ok(())
+}
+
 /// Binds `addr` and serves the status endpoint in the background; returns the bound address.
-pub(crate) async fn serve(monitor: Arc<Monitor>, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+async fn serve(monitor: Arc<Monitor>, addr: SocketAddr) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let app = axum::Router::new()
@@ -206,9 +322,12 @@ async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
         p = escape(&s.process),
         c = escape(&s.crawl)
     );
-    let rows: [(&str, String); 13] = [
-        ("partition epoch", s.table_epoch.to_string()),
-        ("virtual nodes owned", s.shards.to_string()),
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    if m.shared {
+        rows.push(("partition epoch", s.table_epoch.to_string()));
+        rows.push(("virtual nodes owned", s.shards.to_string()));
+    }
+    rows.extend([
         ("fetched", s.fetched.to_string()),
         ("not modified (304)", s.not_modified.to_string()),
         ("queued", s.queued.to_string()),
@@ -227,9 +346,12 @@ async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
             },
         ),
         ("uptime", format!("{:.0} s", s.uptime_secs)),
-    ];
+    ]);
     for (name, value) in rows {
         page.push_str(&format!("<tr><th align=left>{name}<td align=right>{value}"));
+    }
+    for (reason, n) in &s.skips {
+        page.push_str(&format!("<tr><td>&nbsp;&nbsp;{reason}<td align=right>{n}"));
     }
     page.push_str(
         "</table><p><small>Change the rate limit (0 = none): \
@@ -268,8 +390,41 @@ mod tests {
         assert_eq!(p.book(later), Some(later));
         p.set_rate(0.0);
         assert_eq!(p.book(later), None);
+        // A change gives up the slots booked at the old rate.
         p.set_rate(2.0);
-        assert_eq!(p.book(later), Some(later + step));
+        assert_eq!(p.book(later), Some(later));
+        assert_eq!(p.book(later), Some(later + step * 5));
+    }
+
+    impl Pacer {
+        /// When the last booked slot ends.
+        fn booked_until(&self) -> Instant {
+            *self.next.lock().unwrap()
+        }
+    }
+
+    /// A fetch waiting for its slot at the old rate starts at the new one: no (virtual) time
+    /// passes when the limit is lifted, or raised, while it waits.
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_change_reaches_the_fetches_already_waiting() {
+        for new_rate in [0.0, 50.0] {
+            let p = Arc::new(Pacer::new(0.01)); // one start per 100 s
+            p.wait().await;
+            let t0 = Instant::now();
+            let waiter = tokio::spawn({
+                let p = p.clone();
+                async move {
+                    p.wait().await;
+                    Instant::now()
+                }
+            });
+            // The waiter has booked its slot 100 s out and sleeps.
+            while p.booked_until() < t0 + Duration::from_secs(200) {
+                tokio::task::yield_now().await;
+            }
+            p.set_rate(new_rate);
+            assert_eq!(waiter.await.unwrap(), t0, "rate {new_rate}");
+        }
     }
 
     #[test]

@@ -211,6 +211,10 @@ pub(crate) struct CrawlConfig {
     pub(crate) filter: FilterSize,
     pub(crate) checkpoint_every: Duration,
     pub(crate) progress: bool,
+    /// Where to serve the status page, if anywhere.
+    pub(crate) status: Option<std::net::SocketAddr>,
+    /// Most pages per second this process starts (0: no limit).
+    pub(crate) rate: f64,
 }
 
 /// `500ms`, `90s`, `15m`, `6h`, `1d`: a whole number and a unit.
@@ -274,6 +278,11 @@ impl Options {
                 "--per-host and --workers must be at least 1".into(),
             ));
         }
+        if !(self.rate.is_finite() && self.rate >= 0.0) {
+            return Err(CrawlError::Options(
+                "--rate must be a number of pages per second, 0 or more".into(),
+            ));
+        }
         if !(self.false_positive_rate > 0.0 && self.false_positive_rate < 1.0) {
             return Err(CrawlError::Options(
                 "--false-positive-rate must be between 0 and 1".into(),
@@ -322,6 +331,8 @@ impl Options {
             },
             checkpoint_every: Duration::from_secs(self.checkpoint_secs.max(1)),
             progress: !self.quiet,
+            status: self.status,
+            rate: self.rate,
         })
     }
 }

@@ -36,6 +36,7 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
         shared.give_up(&job, None);
         return;
     };
+    shared.monitor.pacer.wait().await;
     let fetched = shared
         .fetcher
         .get(

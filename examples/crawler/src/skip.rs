@@ -53,7 +53,41 @@ pub(crate) enum SkipReason {
     ParseLimit,
 }
 
+/// The groups the status page sums skip counts into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SkipClass {
+    /// A trap rule refused the URL.
+    Trap,
+    /// The fetch failed.
+    Error,
+    /// Scope, robots.txt, content type, redirects and the rest.
+    Other,
+}
+
 impl SkipReason {
+    /// Which group of the status page this reason counts in.
+    pub(crate) fn class(self) -> SkipClass {
+        match self {
+            Self::UrlTooLong | Self::TooManySlashes | Self::TooDeep | Self::HostBudget => {
+                SkipClass::Trap
+            }
+            Self::Timeout
+            | Self::FetchFailed
+            | Self::BodyTooLarge
+            | Self::DecodedTooLarge
+            | Self::BadEncoding => SkipClass::Error,
+            Self::OutOfScope
+            | Self::RobotsDisallowed
+            | Self::RobotsUnreachable
+            | Self::TooManyRedirects
+            | Self::ContentType
+            | Self::BadRedirect
+            | Self::BadUrl
+            | Self::Similar
+            | Self::ParseLimit => SkipClass::Other,
+        }
+    }
+
     /// A short stable name, used in `skipped.tsv` and the summary.
     pub(crate) fn name(self) -> &'static str {
         match self {

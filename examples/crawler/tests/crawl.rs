@@ -627,3 +627,53 @@ fn similar_urls_are_skipped_when_asked() {
         "without --similar every distinct URL is fetched"
     );
 }
+
+#[test]
+fn the_status_page_is_served_by_a_single_process_crawl_too() {
+    let gate = common::Gate::default();
+    let g = gate.clone();
+    let site = Site::start(move |target, _| match target {
+        "/" => Reply::html(
+            r#"<a href="/a">a</a><a href="/a#x">a</a><a href="/b">b</a><a href="/held">h</a><a href="http://127.0.0.2:9/">away</a>"#,
+        ),
+        "/a" | "/b" => Reply::html("leaf"),
+        "/held" => Reply::html("late").held(&g),
+        _ => Reply::not_found(),
+    });
+    let (_tmp, out) = temp_out();
+    let mut child = common::crawler(&out)
+        .arg(site.url("/"))
+        .args(["--status", "127.0.0.1:0", "--rate", "1000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = common::Lines::new(child.stderr.take().unwrap());
+    let line = stderr.wait_for("status page: http://", Duration::from_secs(60));
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    common::wait_until(Duration::from_secs(60), || site.hit("/held") > 0);
+    let (code, body) = common::http(&addr, "GET", "/status.json");
+    assert_eq!(code, 200, "{body}");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    // robots.txt is not a page; /, /a and /b are fetched, /held is in flight.
+    assert_eq!(status["fetched"], 3, "{status}");
+    assert_eq!(status["queued"], 4, "{status}");
+    assert_eq!(status["duplicates"], 1, "{status}");
+    assert_eq!(status["skipped"], 1, "{status}");
+    assert_eq!(status["rate_limit"], 1000.0, "{status}");
+    let (code, html) = common::http(&addr, "GET", "/");
+    assert_eq!(code, 200);
+    assert!(html.contains("duplicates avoided"), "{html}");
+    let (code, _) = common::http(&addr, "POST", "/rate?pages_per_sec=0");
+    assert_eq!(code, 200);
+    let (_, body) = common::http(&addr, "GET", "/status.json");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["rate_limit"], 0.0, "{status}");
+    gate.open();
+    assert!(common::wait_exit(&mut child, Duration::from_secs(60)).success());
+}
