@@ -263,6 +263,18 @@ impl Params {
         self
     }
 
+    /// Appends a variable-length field: its length as a `u32`, then the bytes (read back by
+    /// [`ParamsReader::field`]). A field past `u32::MAX` bytes is cut there; the whole block is
+    /// limited to [`MAX_PARAMS_LEN`] anyway.
+    ///
+    /// # Examples
+    ///
+    /// See [`ParamsReader::field`].
+    pub fn put_field(&mut self, bytes: &[u8]) -> &mut Self {
+        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        self.put_u32(len).put_bytes(&bytes[..len as usize])
+    }
+
     /// The encoded block.
     ///
     /// # Examples
@@ -380,6 +392,35 @@ impl<'a> ParamsReader<'a> {
     /// ```
     pub fn u64(&mut self) -> Result<u64, SnapshotError> {
         self.bytes().map(u64::from_le_bytes)
+    }
+
+    /// Takes a field written by [`Params::put_field`]: a `u32` length, then that many bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::InvalidParameters`] when the block holds fewer bytes than announced.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_bloom::snapshot::{Params, ParamsReader};
+    ///
+    /// let mut p = Params::new();
+    /// p.put_field(b"policy: default");
+    /// let mut r = ParamsReader::new(p.as_bytes());
+    /// assert_eq!(r.field()?, b"policy: default");
+    /// assert!(r.field().is_err());
+    /// # Ok::<(), url_dedup_bloom::snapshot::SnapshotError>(())
+    /// ```
+    pub fn field(&mut self) -> Result<&'a [u8], SnapshotError> {
+        let len = self.u32()? as usize;
+        let Some((field, rest)) = self.0.split_at_checked(len) else {
+            return Err(SnapshotError::InvalidParameters(
+                "parameter block too short",
+            ));
+        };
+        self.0 = rest;
+        Ok(field)
     }
 
     /// Whether every byte has been read.

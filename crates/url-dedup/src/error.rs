@@ -36,6 +36,23 @@ pub enum Error {
     /// A state snapshot is malformed or does not match this configuration.
     #[error("state snapshot: {0}")]
     Snapshot(#[from] url_dedup_bloom::snapshot::SnapshotError),
+    /// Bytes that are not UTF-8 given to a deduplicator that canonicalizes URLs.
+    #[error("not valid UTF-8 (only a deduplicator without canonicalization compares raw bytes)")]
+    NotUtf8,
+    /// A state snapshot was written under another configuration (canonicalization policy,
+    /// similarity preset, filter kind) than the one asked for; see
+    /// [`Builder::accept_config_change`](crate::Builder::accept_config_change).
+    #[error(
+        "the state was written under another configuration\n  recorded:\n{}  this run:\n{}",
+        indent(recorded),
+        indent(configured)
+    )]
+    ConfigMismatch {
+        /// What the snapshot records, one `name: value` line each.
+        recorded: String,
+        /// What this run asks for, in the same form.
+        configured: String,
+    },
     /// A state snapshot holds components this configuration does not have, or lacks some.
     #[error("state snapshot does not match the configuration: {0}")]
     StateMismatch(&'static str),
@@ -45,4 +62,9 @@ impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         Self::Snapshot(url_dedup_bloom::snapshot::SnapshotError::Io(e))
     }
+}
+
+/// Each line of `text` indented for an error message.
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}\n")).collect()
 }

@@ -1,14 +1,17 @@
-//! The exact filter behind a [`UrlDedup`](crate::UrlDedup): classic, segmented in memory, or
-//! segmented in Redis. One enum so every call site stays a plain method call.
+//! The exact filter behind a [`UrlDedup`](crate::UrlDedup): growing, segmented or classic in
+//! memory, a fingerprint set, or segmented in Redis. One enum so every call site stays a plain
+//! method call.
 
 use std::io::{Read, Write};
 
 #[cfg(feature = "redis")]
 use url_dedup_bloom::SipHash13;
+use url_dedup_bloom::snapshot::Limits;
 use url_dedup_bloom::{AtomicBloomFilter, HashKey};
-use url_dedup_segmented::SegmentedBloomFilter;
+use url_dedup_segmented::{GrowingFilter, SegmentedBloomFilter};
 
 use crate::Error;
+use crate::fingerprints::FingerprintSet;
 
 /// Which exact filter a [`UrlDedup`](crate::UrlDedup) uses.
 ///
@@ -24,22 +27,37 @@ use crate::Error;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FilterKind {
-    /// The segmented filter (one 512-bit cache line per URL): exactly-once admission when
-    /// threads race on the same URL, a prefetching batch path, 9.97 bits per URL at 1%.
+    /// A segmented filter that grows ([`GrowingFilter`]): when more URLs arrive than
+    /// expected it adds layers of double the capacity and half the rate, so a lookup stays
+    /// below the false-positive rate however wrong the expected count was. One cache line per
+    /// URL and layer, exactly-once admission when threads race on the same URL.
     #[default]
+    Growing,
+    /// The segmented filter of fixed size (one 512-bit cache line per URL): exactly-once
+    /// admission, a prefetching batch path, 9.97 bits per URL at 1%. Past the expected count
+    /// its rate rises ([`UrlDedup::is_over_capacity`](crate::UrlDedup::is_over_capacity)).
     Segmented,
-    /// The classic K-hash filter: the fewest bits per URL (9.59 at 1%), but two threads racing
-    /// on the same new URL may both be told it is new.
+    /// The classic K-hash filter of fixed size: the fewest bits per URL (9.59 at 1%), but two
+    /// threads racing on the same new URL may both be told it is new.
     Classic,
+    /// No false positives in practice: a set of keyed 128-bit fingerprints, one per distinct
+    /// URL. Two distinct URLs collide with probability 2^-128 (for a billion URLs, any
+    /// collision at all has probability about 10^-21). Costs 19–39 bytes per URL instead of
+    /// about 2; the false-positive rate and expected count only size nothing.
+    Exact,
 }
 
 /// Tags of the exact filter in a state snapshot.
 pub(crate) const TAG_CLASSIC: u16 = 1;
 pub(crate) const TAG_SEGMENTED: u16 = 2;
+pub(crate) const TAG_GROWING: u16 = 3;
+pub(crate) const TAG_FINGERPRINTS: u16 = 4;
 
 pub(crate) enum Exact {
     Classic(AtomicBloomFilter),
     Segmented(SegmentedBloomFilter),
+    Growing(GrowingFilter),
+    Fingerprints(FingerprintSet),
     #[cfg(feature = "redis")]
     // Boxed: the store holds sockets and buffers, several times the other variants' size.
     Redis(Box<SegmentedBloomFilter<SipHash13, url_dedup_redis::RedisSegmentStore>>),
@@ -68,7 +86,26 @@ impl Exact {
                     .key(key)
                     .build()?,
             ),
+            FilterKind::Growing => Self::Growing(
+                GrowingFilter::builder()
+                    .expected_items(expected)
+                    .false_positive_rate(fpr)
+                    .key(key)
+                    .build()?,
+            ),
+            FilterKind::Exact => Self::Fingerprints(FingerprintSet::new(key)),
         })
+    }
+
+    /// The kind a state snapshot's tag stands for.
+    pub(crate) fn kind_of_tag(tag: u16) -> Option<FilterKind> {
+        match tag {
+            TAG_CLASSIC => Some(FilterKind::Classic),
+            TAG_SEGMENTED => Some(FilterKind::Segmented),
+            TAG_GROWING => Some(FilterKind::Growing),
+            TAG_FINGERPRINTS => Some(FilterKind::Exact),
+            _ => None,
+        }
     }
 
     /// Opens the shared filter under `prefix` in Redis, creating it if it does not exist. A
@@ -106,6 +143,8 @@ impl Exact {
         Ok(match self {
             Self::Classic(f) => f.check_and_insert(item),
             Self::Segmented(f) => f.check_and_insert(item),
+            Self::Growing(f) => f.check_and_insert(item),
+            Self::Fingerprints(f) => f.check_and_insert(item),
             #[cfg(feature = "redis")]
             Self::Redis(f) => f.try_check_and_insert(item)?,
         })
@@ -117,6 +156,8 @@ impl Exact {
         Ok(match self {
             Self::Classic(f) => items.iter().map(|i| f.check_and_insert(i)).collect(),
             Self::Segmented(f) => f.check_and_insert_batch(items),
+            Self::Growing(f) => f.check_and_insert_batch(items),
+            Self::Fingerprints(f) => items.iter().map(|i| f.check_and_insert(i)).collect(),
             #[cfg(feature = "redis")]
             Self::Redis(f) => f.try_check_and_insert_batch(items)?,
         })
@@ -126,15 +167,21 @@ impl Exact {
         Ok(match self {
             Self::Classic(f) => f.contains(item),
             Self::Segmented(f) => f.contains(item),
+            Self::Growing(f) => f.contains(item),
+            Self::Fingerprints(f) => f.contains(item),
             #[cfg(feature = "redis")]
             Self::Redis(f) => f.try_contains(item)?,
         })
     }
 
+    /// What the filter was sized for: for a growing filter, its first layer; for a
+    /// fingerprint set, which is never full, 0.
     pub(crate) fn expected_items(&self) -> u64 {
         match self {
             Self::Classic(f) => f.expected_items(),
             Self::Segmented(f) => f.expected_items(),
+            Self::Growing(f) => f.plan().first_capacity,
+            Self::Fingerprints(_) => 0,
             #[cfg(feature = "redis")]
             Self::Redis(f) => f.expected_items(),
         }
@@ -145,6 +192,21 @@ impl Exact {
         match self {
             Self::Classic(f) => f.estimated_items(),
             Self::Segmented(f) => f.estimated_items(),
+            Self::Growing(f) => f.admitted() as f64,
+            Self::Fingerprints(f) => f.len() as f64,
+            #[cfg(feature = "redis")]
+            Self::Redis(_) => f64::NAN,
+        }
+    }
+
+    /// The chance that a new URL is taken for a seen one, now. For the fingerprint set, the
+    /// chance that any two URLs so far share a fingerprint. NaN for the Redis store.
+    pub(crate) fn false_positive_rate(&self) -> f64 {
+        match self {
+            Self::Classic(f) => f.estimated_fpr(),
+            Self::Segmented(f) => f.estimated_fpr(),
+            Self::Growing(f) => f.expected_fpr(),
+            Self::Fingerprints(f) => f.collision_probability(),
             #[cfg(feature = "redis")]
             Self::Redis(_) => f64::NAN,
         }
@@ -154,6 +216,8 @@ impl Exact {
         match self {
             Self::Classic(f) => f.is_over_capacity(),
             Self::Segmented(f) => f.is_over_capacity(),
+            Self::Growing(f) => f.is_over_capacity(),
+            Self::Fingerprints(_) => false,
             #[cfg(feature = "redis")]
             Self::Redis(_) => false,
         }
@@ -164,6 +228,8 @@ impl Exact {
         match self {
             Self::Classic(f) => f.memory_bytes(),
             Self::Segmented(f) => f.memory_bytes(),
+            Self::Growing(f) => f.memory_bytes(),
+            Self::Fingerprints(f) => f.memory_bytes(),
             #[cfg(feature = "redis")]
             Self::Redis(f) => f.bits().div_ceil(8),
         }
@@ -173,6 +239,8 @@ impl Exact {
         match self {
             Self::Classic(_) => TAG_CLASSIC,
             Self::Segmented(_) => TAG_SEGMENTED,
+            Self::Growing(_) => TAG_GROWING,
+            Self::Fingerprints(_) => TAG_FINGERPRINTS,
             #[cfg(feature = "redis")]
             Self::Redis(_) => TAG_SEGMENTED,
         }
@@ -184,6 +252,8 @@ impl Exact {
         match self {
             Self::Classic(f) => f.write_to(out)?,
             Self::Segmented(f) => f.write_to(out)?,
+            Self::Growing(f) => f.write_to(out)?,
+            Self::Fingerprints(f) => f.write_to(out)?,
             #[cfg(feature = "redis")]
             Self::Redis(f) => {
                 let memory = f.store().to_memory()?;
@@ -200,13 +270,28 @@ impl Exact {
 
     /// Reads the exact filter of a state snapshot. With `into` set to a Redis filter, the
     /// snapshot's bits are merged into it instead (seeding a shared filter from a file).
-    pub(crate) fn read(tag: u16, input: &mut impl Read, into: Option<Self>) -> Result<Self, Error> {
+    pub(crate) fn read(
+        tag: u16,
+        input: &mut impl Read,
+        into: Option<Self>,
+        limits: Limits,
+    ) -> Result<Self, Error> {
         match (tag, into) {
-            (TAG_CLASSIC, None) => Ok(Self::Classic(AtomicBloomFilter::read_from(input)?)),
-            (TAG_SEGMENTED, None) => Ok(Self::Segmented(SegmentedBloomFilter::read_from(input)?)),
+            (TAG_CLASSIC, None) => Ok(Self::Classic(AtomicBloomFilter::read_from_with_limits(
+                input, limits,
+            )?)),
+            (TAG_SEGMENTED, None) => Ok(Self::Segmented(
+                SegmentedBloomFilter::read_from_with_limits(input, limits)?,
+            )),
+            (TAG_GROWING, None) => Ok(Self::Growing(GrowingFilter::read_from_with_limits(
+                input, limits,
+            )?)),
+            (TAG_FINGERPRINTS, None) => Ok(Self::Fingerprints(FingerprintSet::read_from(
+                input, limits,
+            )?)),
             #[cfg(feature = "redis")]
             (TAG_SEGMENTED, Some(Self::Redis(shared))) => {
-                let file = SegmentedBloomFilter::<SipHash13>::read_from(input)?;
+                let file = SegmentedBloomFilter::<SipHash13>::read_from_with_limits(input, limits)?;
                 if file.layout() != shared.layout() || file.key() != shared.key() {
                     return Err(Error::StateMismatch(
                         "the snapshot's filter differs in size or key from the one in Redis",
@@ -215,9 +300,9 @@ impl Exact {
                 shared.store().merge_from_memory(file.store())?;
                 Ok(Self::Redis(shared))
             }
-            (TAG_CLASSIC | TAG_SEGMENTED, Some(_)) => Err(Error::StateMismatch(
-                "only a segmented snapshot can seed a shared filter",
-            )),
+            (TAG_CLASSIC | TAG_SEGMENTED | TAG_GROWING | TAG_FINGERPRINTS, Some(_)) => Err(
+                Error::StateMismatch("only a segmented snapshot can seed a shared filter"),
+            ),
             _ => Err(Error::StateMismatch("unknown exact filter kind")),
         }
     }
@@ -228,6 +313,8 @@ impl std::fmt::Debug for Exact {
         match self {
             Self::Classic(x) => x.fmt(f),
             Self::Segmented(x) => x.fmt(f),
+            Self::Growing(x) => x.fmt(f),
+            Self::Fingerprints(x) => x.fmt(f),
             #[cfg(feature = "redis")]
             Self::Redis(x) => x.fmt(f),
         }

@@ -5,9 +5,10 @@
 mod dedup;
 mod error;
 mod exact;
+mod fingerprints;
 mod outcome;
 
-pub use dedup::{Builder, UrlDedup};
+pub use dedup::{Builder, Decision, UrlDedup};
 pub use error::Error;
 pub use exact::FilterKind;
 pub use outcome::{Explanation, Outcome};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use url_dedup::bloom::HashKey;
 use url_dedup::similarity::Preset;
-use url_dedup::{Error, Outcome, UrlDedup};
+use url_dedup::{Error, FilterKind, Outcome, UrlDedup};
 
 #[test]
 fn spellings_of_one_page_are_duplicates() {
@@ -147,6 +147,12 @@ fn state_round_trip_keeps_every_url() {
     // Asking for the wrong components is a clear error, not a silently different filter.
     assert!(matches!(
         UrlDedup::builder().restore(&state[..]),
+        Err(Error::ConfigMismatch { .. })
+    ));
+    assert!(matches!(
+        UrlDedup::builder()
+            .accept_config_change()
+            .restore(&state[..]),
         Err(Error::StateMismatch(_))
     ));
     // Damage anywhere is detected.
@@ -209,4 +215,108 @@ proptest! {
         let seq: Vec<_> = urls.iter().map(|u| show(b.check_and_insert_canonical(u))).collect();
         prop_assert_eq!(batch, seq);
     }
+}
+
+/// A state written without canonicalization holds raw lines; read by a canonicalizing run it
+/// would call distinct pages "seen" (their canonical forms were never recorded) without a word.
+#[test]
+fn a_state_is_refused_under_another_canonicalization() {
+    let raw = UrlDedup::builder().no_canonicalization().build().unwrap();
+    raw.check_and_insert("https://Example.com/a").unwrap();
+    let mut state = Vec::new();
+    raw.write_to(&mut state).unwrap();
+
+    let err = UrlDedup::builder().restore(&state[..]).unwrap_err();
+    let Error::ConfigMismatch {
+        recorded,
+        configured,
+    } = &err
+    else {
+        panic!("expected a configuration mismatch, got {err}");
+    };
+    assert!(recorded.contains("canonicalization: none"), "{recorded}");
+    assert!(
+        configured.contains("canonicalization: Policy"),
+        "{configured}"
+    );
+    assert!(err.to_string().contains("recorded:"));
+
+    // The same configuration restores; an explicit choice restores anyway.
+    assert!(
+        UrlDedup::builder()
+            .no_canonicalization()
+            .restore(&state[..])
+            .is_ok()
+    );
+    assert!(
+        UrlDedup::builder()
+            .accept_config_change()
+            .restore(&state[..])
+            .is_ok()
+    );
+    // Another filter kind is another configuration too.
+    assert!(matches!(
+        UrlDedup::builder()
+            .no_canonicalization()
+            .filter(FilterKind::Exact)
+            .restore(&state[..]),
+        Err(Error::ConfigMismatch { .. })
+    ));
+}
+
+/// The default filter grows: sized for a thousand URLs and handed a hundred times as many, it
+/// keeps every one it was given and stays below its rate.
+#[test]
+fn the_default_filter_grows_past_a_wrong_estimate() {
+    let d = UrlDedup::builder()
+        .expected_urls(1_000)
+        .false_positive_rate(0.001)
+        .build()
+        .unwrap();
+    let urls: Vec<String> = (0..100_000)
+        .map(|i| format!("https://example.com/item/{i}"))
+        .collect();
+    let new = d
+        .check_and_insert_batch(&urls)
+        .into_iter()
+        .filter(|r| r.as_ref().unwrap().is_new())
+        .count();
+    // Below 1/1,000 at every moment: at most 100 of 100,000 taken for seen (about 30 expected).
+    assert!(new >= 99_900, "{new}");
+    assert!(d.false_positive_rate() < 0.001);
+    assert!(!d.is_over_capacity());
+    assert!(urls.iter().all(|u| d.contains(u).unwrap()));
+}
+
+#[test]
+fn the_exact_mode_never_confuses_two_urls_and_survives_a_snapshot() {
+    let d = UrlDedup::builder()
+        .filter(FilterKind::Exact)
+        .build()
+        .unwrap();
+    let urls: Vec<String> = (0..50_000)
+        .map(|i| format!("https://example.com/item/{i}"))
+        .collect();
+    assert!(
+        d.check_and_insert_batch(&urls)
+            .into_iter()
+            .all(|r| r.unwrap().is_new())
+    );
+    assert!(d.false_positive_rate() < 1e-25);
+    assert!(d.memory_bytes() >= 50_000 * 16);
+    let mut state = Vec::new();
+    d.write_to(&mut state).unwrap();
+    let r = UrlDedup::builder()
+        .filter(FilterKind::Exact)
+        .restore(&state[..])
+        .unwrap();
+    assert!(
+        urls.iter()
+            .all(|u| r.check_and_insert(u).unwrap() == Outcome::Duplicate)
+    );
+    assert!(
+        r.check_and_insert("https://example.com/item/50000")
+            .unwrap()
+            .is_new()
+    );
 }
