@@ -13,9 +13,20 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(frame) = Frame::decode(data, &limits) {
         assert!(frame.url_set.len() <= limits.max_urls);
-        assert!(frame.url_set.urls().all(|u| !u.is_empty() && u.len() <= limits.max_url_len));
-        let again = Frame::decode(&frame.encode(), &FrameLimits { max_bytes: usize::MAX, ..limits })
-            .expect("a decoded frame re-encodes to a valid frame");
+        assert!(
+            frame
+                .url_set
+                .urls()
+                .all(|u| !u.is_empty() && u.len() <= limits.max_url_len)
+        );
+        let again = Frame::decode(
+            &frame.encode(),
+            &FrameLimits {
+                max_bytes: usize::MAX,
+                ..limits
+            },
+        )
+        .expect("a decoded frame re-encodes to a valid frame");
         assert_eq!(again, frame);
     }
 });
