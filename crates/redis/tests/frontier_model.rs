@@ -28,6 +28,8 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// One server for every case. A `static` is never dropped; the harness kills the server when
+/// this test process ends.
 fn server() -> Option<&'static RedisServer> {
     static SERVER: std::sync::OnceLock<Option<RedisServer>> = std::sync::OnceLock::new();
     SERVER

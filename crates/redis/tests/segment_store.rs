@@ -536,6 +536,8 @@ fn snapshot_round_trip_through_a_file() {
     }
 }
 
+/// One server for every case of the property test. A `static` is never dropped; the harness
+/// kills the server when this test process ends.
 fn shared_server() -> Option<&'static (RedisServer, String)> {
     static SERVER: std::sync::OnceLock<Option<(RedisServer, String)>> = std::sync::OnceLock::new();
     SERVER
