@@ -7,9 +7,12 @@ use clap::{Parser, ValueEnum};
 /// Deduplicate URL lists: print each URL the first time its page is seen, in input order.
 ///
 /// URLs are canonicalized first (case, default ports, dot segments, percent-encoding, sorted
-/// query, tracking and session parameters removed, fragment dropped), so spellings of one page
-/// count once. Memory is bounded by the filter, not by the input: 10 million URLs at 0.1%
-/// false positives take about 19 MiB.
+/// query, tracking parameters and session tokens removed, fragment dropped), so spellings of
+/// one page count once. Seen URLs are kept in a filter that grows with the input: a new URL is
+/// taken for a seen one with probability below --fpr (one in a billion by default, so a list
+/// of 100 million URLs loses a distinct URL with probability about 0.1), in about 6.5 bytes
+/// per URL. --exact keeps 128-bit fingerprints instead: no loss in practice, 19-39 bytes per
+/// URL.
 #[derive(Debug, Parser)]
 #[command(
     name = "url-dedup",
@@ -19,11 +22,18 @@ Examples:
   url-dedup urls.txt > unique.txt                 dedup a file
   cat *.txt | url-dedup --stats > unique.txt      from stdin, with counts on stderr
   url-dedup --state seen.udd new.txt              print only URLs not seen in earlier runs (like anew)
-  url-dedup --similar crawler --explain=dropped.tsv urls.txt
+  url-dedup --similar --explain=dropped.tsv urls.txt
                                                   also fold near-duplicates, say why each was dropped
   url-dedup --raw urls.txt                        byte-exact, no canonicalization
   url-dedup --redis redis://10.0.0.5:6379/ part-1.txt
                                                   share the seen set with other machines
+
+With --state, the decided URLs are also appended to FILE.journal about once a second
+(--checkpoint-every), so a run that is killed or runs out of disk reprints at most the last
+second or so of its output when run again; the state itself is saved whole at the end. The
+state records the canonicalization and similarity options and is refused by a run with other
+ones (--force-state overrides). State and journal are created readable by their owner only:
+they hold the hash key.
 
 Exit status: 0 on success (invalid lines are reported, not fatal), 1 on an I/O error, an
 unusable state file or a filter store (Redis) that stopped answering, 2 on a usage error."
@@ -33,26 +43,50 @@ pub(crate) struct Args {
     #[arg(value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,
 
-    /// Distinct URLs to size the filter for [default: estimated from the input size, at least
-    /// one million; 10 million for a pipe].
-    #[arg(short = 'n', long, value_name = "N")]
+    /// Distinct URLs the filter's first layer holds [default: from the input size, between
+    /// 16 thousand and 4 million; 1 million for a pipe]. Only a starting point: the filter
+    /// grows past it without losing its rate.
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) expected: Option<u64>,
 
-    /// False-positive rate: the fraction of new URLs wrongly dropped as seen, at the expected
-    /// count.
-    #[arg(short = 'p', long, value_name = "RATE", default_value_t = 0.001)]
+    /// Largest chance that a new URL is wrongly dropped as seen, at any moment of the run,
+    /// however many URLs arrive.
+    #[arg(short = 'p', long, value_name = "RATE", default_value_t = 1e-9, value_parser = rate)]
     pub(crate) fpr: f64,
 
-    /// Also drop URLs similar to ones seen before (patent document 004); PRESET is `crawler`
-    /// (folds pages that differ only in query values) or `document004` (the four features of
-    /// the document, much more aggressive).
-    #[arg(long, value_name = "PRESET", num_args = 0..=1, default_missing_value = "crawler")]
+    /// No false positives in practice: keep a keyed 128-bit fingerprint per distinct URL
+    /// (19-39 bytes per URL) instead of the filter (about 6.5 bytes per URL at the default
+    /// rate).
+    #[arg(long)]
+    pub(crate) exact: bool,
+
+    /// Also drop URLs similar to ones seen before (patent document 004): `--similar` or
+    /// `--similar=crawler` folds pages that differ only in presentation parameters;
+    /// `--similar=document004` uses the four features of the document, much more aggressive.
+    #[arg(
+        long,
+        value_name = "PRESET",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "crawler"
+    )]
     pub(crate) similar: Option<SimilarPreset>,
 
-    /// Remember seen URLs in FILE across runs: loaded if it exists, saved (atomically) when the
-    /// run completes, so only URLs new to all runs are printed.
+    /// Remember seen URLs in FILE across runs, so only URLs new to all runs are printed: loaded
+    /// if it exists, journaled while the run goes (FILE.journal), saved whole at the end.
     #[arg(long, value_name = "FILE")]
     pub(crate) state: Option<PathBuf>,
+
+    /// Use a state file written with other canonicalization or similarity options, or by an
+    /// older version that did not record them. Its URLs were recorded in another form, so
+    /// some "seen" answers will be wrong.
+    #[arg(long, requires = "state")]
+    pub(crate) force_state: bool,
+
+    /// Append the URLs decided so far to the state's journal every SECONDS (0: only save at
+    /// the end). A run killed before its end reprints about this much output next time.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, requires = "state", value_parser = seconds)]
+    pub(crate) checkpoint_every: f64,
 
     /// Keep the seen-URL filter in Redis at URL (e.g. redis://127.0.0.1:6379/) so several
     /// runs, processes or machines share it: each URL is printed by exactly one of them.
@@ -72,15 +106,39 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) stats: bool,
 
-    /// Say why each dropped line was dropped, as tab-separated lines, to stderr or to FILE.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    /// Say why each dropped line was dropped, as tab-separated lines: `--explain` to stderr,
+    /// `--explain=FILE` to FILE (never one of the input files).
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "-"
+    )]
     pub(crate) explain: Option<PathBuf>,
 
     /// Print the canonical form of each kept URL instead of the line as given.
     #[arg(long)]
     pub(crate) canonical: bool,
 
-    /// No canonicalization: compare lines byte for byte and accept any text.
+    /// Print the SURT key of each kept URL (`org,example)/path?query`, as web-archive CDX
+    /// indexes sort them) instead of the line as given.
+    #[arg(long, conflicts_with_all = ["canonical", "raw"])]
+    pub(crate) surt: bool,
+
+    /// Canonicalization convention: `crawler` (the default rules, one by one below),
+    /// `rfc3986` (RFC 3986 section 6 only), `w3lib` (Scrapy's canonicalize_url), `safe-browsing`
+    /// (Google Safe Browsing), `ia` (the Internet Archive's canonicalizer), `surt` (its SURT
+    /// canonicalizer). The switches below adjust it.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "crawler",
+        conflicts_with = "raw"
+    )]
+    pub(crate) policy: url_dedup::canon::Convention,
+
+    /// No canonicalization: compare lines byte for byte and accept any bytes, in any encoding.
     #[arg(long, conflicts_with_all = ["canonical"])]
     pub(crate) raw: bool,
 
@@ -131,6 +189,26 @@ pub(crate) struct Args {
     /// Never show a progress bar.
     #[arg(short, long)]
     pub(crate) quiet: bool,
+}
+
+/// A rate strictly between 0 and 1.
+fn rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if rate > 0.0 && rate < 1.0 {
+        Ok(rate)
+    } else {
+        Err("must be strictly between 0 and 1 (for example 1e-9)".to_owned())
+    }
+}
+
+/// A non-negative, finite number of seconds.
+fn seconds(text: &str) -> Result<f64, String> {
+    let secs: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if secs.is_finite() && secs >= 0.0 {
+        Ok(secs)
+    } else {
+        Err("must be a number of seconds, 0 or more".to_owned())
+    }
 }
 
 /// Similarity presets.

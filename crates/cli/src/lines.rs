@@ -2,17 +2,23 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 
+/// The byte order mark some editors put at the start of a UTF-8 file: not part of the text.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// One line of input as the deduplicator sees it.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Line<'a> {
-    /// A line of valid UTF-8 (line ending and surrounding white space removed).
-    Text(&'a str),
+    /// A line's bytes, line ending and surrounding white space removed (Unicode white space
+    /// when the line is UTF-8, ASCII white space otherwise). Not checked to be UTF-8: without
+    /// canonicalization any bytes are a key.
+    Text(&'a [u8]),
     /// Nothing but white space.
     Empty,
     /// Longer than the limit; its bytes past the limit were skipped, not stored.
     TooLong(usize),
-    /// Not valid UTF-8.
-    NotUtf8,
+    /// Holds a NUL byte or a carriage return that does not end the line: no URL does, and
+    /// echoing it would corrupt the output (a bare CR rewinds a terminal line).
+    Control(u8),
 }
 
 /// Splits a reader into lines, never holding more than `max_len` bytes of one line, and
@@ -22,6 +28,8 @@ pub(crate) struct LineReader<R> {
     max_len: usize,
     buf: Vec<u8>,
     consumed: u64,
+    /// No line returned yet: the first may start with a byte order mark.
+    at_start: bool,
 }
 
 impl<R: Read> LineReader<R> {
@@ -32,6 +40,7 @@ impl<R: Read> LineReader<R> {
             max_len,
             buf: Vec::new(),
             consumed: 0,
+            at_start: true,
         }
     }
 
@@ -76,11 +85,11 @@ impl<R: Read> LineReader<R> {
         if total > self.max_len {
             return Ok(Some(Line::TooLong(total)));
         }
-        Ok(Some(match std::str::from_utf8(&self.buf) {
-            Ok(s) if s.trim().is_empty() => Line::Empty,
-            Ok(s) => Line::Text(s.trim()),
-            Err(_) => Line::NotUtf8,
-        }))
+        let mut line = &self.buf[..];
+        if std::mem::take(&mut self.at_start) {
+            line = line.strip_prefix(BOM).unwrap_or(line);
+        }
+        Ok(Some(classify(line)))
     }
 
     /// Skips the rest of a line that is too long, without storing it, and consumes its ending;
@@ -111,17 +120,66 @@ impl<R: Read> LineReader<R> {
     }
 }
 
+/// What a line without its ending is.
+fn classify(line: &[u8]) -> Line<'_> {
+    let trimmed = match std::str::from_utf8(line) {
+        Ok(s) => s.trim().as_bytes(),
+        Err(_) => line.trim_ascii(),
+    };
+    if trimmed.is_empty() {
+        return Line::Empty;
+    }
+    match trimmed.iter().find(|&&b| b == 0 || b == b'\r') {
+        Some(&b) => Line::Control(b),
+        None => Line::Text(trimmed),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line as the tests spell it: text lines as (lossy) strings.
+    fn show(line: &Line<'_>) -> String {
+        match line {
+            Line::Text(t) => format!("Text({:?})", String::from_utf8_lossy(t)),
+            other => format!("{other:?}"),
+        }
+    }
 
     fn all(input: &[u8], max: usize) -> Vec<String> {
         let mut r = LineReader::new(input, 4, max);
         let mut out = Vec::new();
         while let Some(line) = r.next_line().unwrap() {
-            out.push(format!("{line:?}"));
+            out.push(show(&line));
         }
         out
+    }
+
+    #[test]
+    fn a_byte_order_mark_opens_the_first_line_only() {
+        assert_eq!(
+            all(b"\xef\xbb\xbfhttps://a.example/\n\xef\xbb\xbfx\n", 100),
+            ["Text(\"https://a.example/\")", "Text(\"\\u{feff}x\")"]
+        );
+        assert_eq!(all(b"\xef\xbb\xbf\n", 100), ["Empty"]);
+    }
+
+    #[test]
+    fn nul_and_bare_carriage_returns_make_a_line_invalid() {
+        assert_eq!(
+            all(
+                b"https://a.example/\0x\nhttps://b.example/\rc\r\nok\r\n",
+                100
+            ),
+            ["Control(0)", "Control(13)", "Text(\"ok\")"]
+        );
+    }
+
+    #[test]
+    fn text_in_another_encoding_is_kept_as_bytes() {
+        let mut r = LineReader::new(&b" caf\xe9 \n"[..], 4, 100);
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"caf\xe9")));
     }
 
     #[test]
@@ -137,7 +195,7 @@ mod tests {
             ]
         );
         assert_eq!(all(b"", 100), Vec::<String>::new());
-        assert_eq!(all(b"\xff\xfe\n", 100), ["NotUtf8"]);
+        assert_eq!(all(b"\xff\xfe\n", 100), ["Text(\"\u{fffd}\u{fffd}\")"]);
         assert_eq!(all(b"0123456789\nok\n", 5), ["TooLong(10)", "Text(\"ok\")"]);
         assert_eq!(all(b"12345\r\n", 5), ["Text(\"12345\")"]);
     }
@@ -163,7 +221,7 @@ mod tests {
         let mut r = LineReader::new(&b"1234567890\nab\n"[..], 4, 5);
         assert_eq!(r.next_line().unwrap(), Some(Line::TooLong(10)));
         assert_eq!(r.consumed(), 11);
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text("ab")));
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"ab")));
         assert_eq!(r.consumed(), 14);
     }
 
@@ -182,13 +240,19 @@ mod tests {
                 let line = if line.len() > max {
                     Line::TooLong(line.len())
                 } else {
-                    match std::str::from_utf8(line) {
-                        Ok(s) if s.trim().is_empty() => Line::Empty,
-                        Ok(s) => Line::Text(s.trim()),
-                        Err(_) => Line::NotUtf8,
+                    let trimmed = match std::str::from_utf8(line) {
+                        Ok(s) => s.trim().as_bytes(),
+                        Err(_) => line.trim_ascii(),
+                    };
+                    if trimmed.is_empty() {
+                        Line::Empty
+                    } else if let Some(&b) = trimmed.iter().find(|&&b| b == b'\r') {
+                        Line::Control(b)
+                    } else {
+                        Line::Text(trimmed)
                     }
                 };
-                format!("{line:?}")
+                show(&line)
             })
             .collect()
     }
@@ -210,7 +274,7 @@ mod tests {
                         let mut r = LineReader::new(&input[..], capacity, max);
                         let mut got = Vec::new();
                         while let Some(line) = r.next_line().unwrap() {
-                            got.push(format!("{line:?}"));
+                            got.push(show(&line));
                         }
                         assert_eq!(got, model(&input, max), "{input:?} max {max}");
                         assert_eq!(r.consumed(), len as u64);
@@ -224,12 +288,12 @@ mod tests {
     fn tells_whether_the_next_line_is_buffered() {
         let mut r = LineReader::new(&b"ab\ncd\nef"[..], 64, 100);
         assert!(!r.next_line_is_buffered(), "nothing read yet");
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text("ab")));
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"ab")));
         assert!(r.next_line_is_buffered());
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text("cd")));
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"cd")));
         // "ef" has no line ending yet: a producer may still be writing it.
         assert!(!r.next_line_is_buffered());
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text("ef")));
+        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"ef")));
         assert_eq!(r.next_line().unwrap(), None);
     }
 }

@@ -4,6 +4,7 @@
 //! usage error.
 
 mod args;
+mod journal;
 mod lines;
 mod run;
 mod state;
@@ -11,10 +12,26 @@ mod stats;
 
 use clap::Parser;
 
+/// Why a run failed, and so its exit status.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The command line asks for something impossible (exit status 2).
+    Usage(String),
+    /// The run could not complete (exit status 1).
+    Run(String),
+}
+
 fn main() {
     let args = args::Args::parse();
-    if let Err(message) = run::run(args) {
-        eprintln!("url-dedup: error: {message}");
-        std::process::exit(1);
+    match run::run(args) {
+        Ok(()) => {}
+        Err(Failure::Usage(message)) => {
+            eprintln!("url-dedup: error: {message}");
+            std::process::exit(2);
+        }
+        Err(Failure::Run(message)) => {
+            eprintln!("url-dedup: error: {message}");
+            std::process::exit(1);
+        }
     }
 }

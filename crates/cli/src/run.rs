@@ -1,4 +1,5 @@
-//! The deduplication loop: read a batch of lines, decide it with one call, print, explain.
+//! The deduplication loop: read a batch of lines, decide it with one call, print, explain,
+//! and journal what was decided.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -10,11 +11,12 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use url_dedup::canon::{Policy, TrailingSlash};
 use url_dedup::similarity::Preset;
-use url_dedup::{Outcome, UrlDedup};
+use url_dedup::{Decision, FilterKind, Outcome, UrlDedup};
 
+use crate::Failure;
 use crate::args::{Args, SimilarPreset, SlashPolicy};
 use crate::lines::{Line, LineReader};
-use crate::state;
+use crate::state::{self, State};
 use crate::stats::Stats;
 
 /// How many invalid lines are shown on stderr without `--explain`.
@@ -30,18 +32,33 @@ const BATCH_LINES: usize = 1_024;
 /// Bytes read from an input at a time.
 const READ_BUFFER: usize = 1 << 16;
 
-/// Runs the command; `Err` carries the message for exit status 1.
-pub(crate) fn run(args: Args) -> Result<(), String> {
+/// Runs the command.
+pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let sources = sources(&args.files);
+    refuse_writing_inputs(&args, &sources)?;
     let input_bytes = input_size(&sources);
     let builder = builder(&args, input_bytes);
-    let dedup = state::load_or_build(builder, args.state.as_deref())?;
+    let every =
+        (args.checkpoint_every > 0.0).then(|| Duration::from_secs_f64(args.checkpoint_every));
+    let (mut state, dedup) = match &args.state {
+        Some(path) => {
+            let (state, dedup) = State::open(path, builder, every).map_err(Failure::Run)?;
+            (Some(state), dedup)
+        }
+        None => (None, builder.build().map_err(build_failure)?),
+    };
 
     let stdout = io::stdout();
     let mut emit = Emitter {
         out: io::BufWriter::with_capacity(1 << 16, stdout.lock()),
         explain: open_explain(args.explain.as_deref())?,
-        canonical: args.canonical,
+        shown: if args.surt {
+            Shown::Surt
+        } else if args.canonical {
+            Shown::Canonical
+        } else {
+            Shown::Line
+        },
         stats: Stats::default(),
     };
     let progress = progress_bar(&args, input_bytes);
@@ -62,10 +79,13 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
             // rather than wait for a full batch.
             let waiting = streaming && !batch.is_empty() && !lines.next_line_is_buffered();
             if batch.len() >= BATCH_LINES || waiting {
-                let mut flow = emit.decide(&dedup, &name, &batch)?;
+                let mut flow = emit.decide(&dedup, &name, &batch, state.as_mut())?;
                 batch.clear();
                 if waiting && flow == Flow::Go {
                     flow = emit.flush()?;
+                }
+                if flow == Flow::Go {
+                    flow = emit.checkpoint(&dedup, state.as_mut())?;
                 }
                 if let Some(bar) = &progress {
                     bar.set_position(done_bytes + lines.consumed());
@@ -78,16 +98,21 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
             let line = match lines.next_line() {
                 Ok(line) => line,
                 Err(e) => {
-                    // The lines read before the failure are decided and shown all the same.
-                    emit.decide(&dedup, &name, &batch)?;
-                    return Err(format!("cannot read {name}: {e}"));
+                    // The lines read before the failure are decided, shown and journaled all
+                    // the same.
+                    emit.decide(&dedup, &name, &batch, state.as_mut())?;
+                    emit.flush()?;
+                    if let Some(state) = state.as_mut() {
+                        state.checkpoint(&dedup).map_err(Failure::Run)?;
+                    }
+                    return Err(Failure::Run(format!("cannot read {name}: {e}")));
                 }
             };
             let Some(line) = line else { break };
             number += 1;
             batch.push(number, &line);
         }
-        let flow = emit.decide(&dedup, &name, &batch)?;
+        let flow = emit.decide(&dedup, &name, &batch, state.as_mut())?;
         batch.clear();
         if flow == Flow::PipeClosed {
             pipe_closed = true;
@@ -107,7 +132,12 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
         stats,
         ..
     } = emit;
-    state::flush_quietly(&mut out).map_err(write_err)?;
+    if !pipe_closed {
+        match out.flush() {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => pipe_closed = true,
+            other => other.map_err(write_err)?,
+        }
+    }
     if let Some(ex) = explain.as_mut() {
         ex.flush().map_err(write_err)?;
     }
@@ -121,31 +151,90 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     }
     if dedup.is_over_capacity() {
         eprintln!(
-            "url-dedup: warning: more distinct URLs than the filter was sized for ({}); \
-             false positives are now above the requested rate: pass a larger --expected",
-            dedup.expected_urls()
+            "url-dedup: warning: the filter could not grow (out of memory?) and holds more URLs \
+             than it was sized for; false positives are now above the requested rate"
         );
     }
-    if let Some(path) = &args.state {
+    if let Some(state) = state {
         if pipe_closed {
-            eprintln!("url-dedup: output closed early; state not saved, so no URL is lost");
+            eprintln!("url-dedup: output closed early; state left as it was, so no URL is lost");
+            state.abandon().map_err(Failure::Run)?;
         } else {
-            state::save(&dedup, path)?;
+            state.finish(&dedup).map_err(Failure::Run)?;
         }
     }
     if args.stats {
-        eprint!(
-            "{}",
-            stats.report(dedup.memory_bytes(), dedup.expected_urls(), elapsed)
-        );
+        eprint!("{}", stats.report(&dedup, elapsed));
     }
     Ok(())
+}
+
+/// A deduplicator that could not be built: out-of-range options are a usage error, anything
+/// else (an unreachable Redis, no memory) a failed run.
+fn build_failure(e: url_dedup::Error) -> Failure {
+    use url_dedup::Error;
+    match e {
+        Error::Filter(url_dedup::bloom::Error::InvalidParameters(_))
+        | Error::Segmented(url_dedup::segmented::Error::InvalidParameters(_)) => {
+            Failure::Usage(e.to_string())
+        }
+        e => Failure::Run(e.to_string()),
+    }
+}
+
+/// Refuses an output path (`--explain=FILE`, `--state FILE` and its companions) that is one
+/// of the input files: writing it would destroy the input before it is read.
+fn refuse_writing_inputs(args: &Args, sources: &[Option<PathBuf>]) -> Result<(), Failure> {
+    let inputs: Vec<FileId> = sources
+        .iter()
+        .filter_map(|s| FileId::of(s.as_deref().unwrap_or(Path::new("/dev/stdin"))))
+        .collect();
+    let explain = args
+        .explain
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .map(|p| ("--explain", p.clone()));
+    let state = args.state.iter().flat_map(|p| {
+        [
+            ("--state", p.clone()),
+            ("--state", state::suffixed(p, ".journal")),
+        ]
+    });
+    for (option, path) in explain.chain(state) {
+        if FileId::of(&path).is_some_and(|id| inputs.contains(&id)) {
+            return Err(Failure::Usage(format!(
+                "{option} {} is also an input file; refusing to write over it",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What identifies a file whatever the path that names it.
+#[derive(Debug, PartialEq, Eq)]
+struct FileId(#[cfg(unix)] (u64, u64), #[cfg(not(unix))] PathBuf);
+
+impl FileId {
+    fn of(path: &Path) -> Option<Self> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let m = std::fs::metadata(path).ok()?;
+            // Terminals, pipes and /dev/null are not files anyone would lose.
+            m.is_file().then(|| Self((m.dev(), m.ino())))
+        }
+        #[cfg(not(unix))]
+        {
+            path.canonicalize().ok().map(Self)
+        }
+    }
 }
 
 /// Opens one input (`None` is standard input). The flag tells whether it may be a slow
 /// stream (a pipe, a terminal, a socket) rather than a regular file, which never makes a
 /// reader wait.
-fn open(source: Option<&Path>) -> Result<(Box<dyn Read>, bool), String> {
+fn open(source: Option<&Path>) -> Result<(Box<dyn Read>, bool), Failure> {
     let streaming = |m: io::Result<std::fs::Metadata>| !m.is_ok_and(|m| m.is_file());
     Ok(match source {
         None => (
@@ -153,8 +242,8 @@ fn open(source: Option<&Path>) -> Result<(Box<dyn Read>, bool), String> {
             streaming(std::fs::metadata("/dev/stdin")),
         ),
         Some(path) => {
-            let file =
-                File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let file = File::open(path)
+                .map_err(|e| Failure::Run(format!("cannot read {}: {e}", path.display())))?;
             let streaming = streaming(file.metadata());
             (Box::new(file), streaming)
         }
@@ -164,8 +253,8 @@ fn open(source: Option<&Path>) -> Result<(Box<dyn Read>, bool), String> {
 /// Lines read and not yet decided, in input order.
 #[derive(Debug, Default)]
 struct Batch {
-    /// The text of every [`Kind::Text`] line, back to back.
-    text: String,
+    /// The bytes of every [`Kind::Text`] line, back to back.
+    text: Vec<u8>,
     lines: Vec<Pending>,
 }
 
@@ -176,13 +265,13 @@ struct Pending {
     kind: Kind,
 }
 
-/// [`Line`] with its text moved into the batch.
+/// [`Line`] with its bytes moved into the batch.
 #[derive(Debug)]
 enum Kind {
     Text(Range<usize>),
     Empty,
     TooLong(usize),
-    NotUtf8,
+    Control(u8),
 }
 
 impl Batch {
@@ -190,12 +279,12 @@ impl Batch {
         let kind = match *line {
             Line::Text(text) => {
                 let start = self.text.len();
-                self.text.push_str(text);
+                self.text.extend_from_slice(text);
                 Kind::Text(start..self.text.len())
             }
             Line::Empty => Kind::Empty,
             Line::TooLong(len) => Kind::TooLong(len),
-            Line::NotUtf8 => Kind::NotUtf8,
+            Line::Control(byte) => Kind::Control(byte),
         };
         self.lines.push(Pending { number, kind });
     }
@@ -209,7 +298,7 @@ impl Batch {
     }
 
     /// The text lines, in order: what the deduplicator decides.
-    fn texts(&self) -> impl Iterator<Item = &str> {
+    fn texts(&self) -> impl Iterator<Item = &[u8]> {
         self.lines.iter().filter_map(|p| match &p.kind {
             Kind::Text(range) => Some(&self.text[range.clone()]),
             _ => None,
@@ -230,34 +319,62 @@ enum Flow {
     PipeClosed,
 }
 
+/// What is printed for a kept URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shown {
+    /// The input line, as it was.
+    Line,
+    /// Its canonical form (`--canonical`).
+    Canonical,
+    /// Its SURT key (`--surt`).
+    Surt,
+}
+
 /// Where decisions go: kept lines to `out`, the reasons for the others to `explain` (or the
-/// first few invalid lines to stderr), counts to `stats`.
+/// first few invalid lines to stderr), counts to `stats`, decided keys to the state.
 struct Emitter<O, X> {
     out: O,
     explain: Option<X>,
-    /// `--canonical`: print the canonical form of a kept URL rather than the line.
-    canonical: bool,
+    shown: Shown,
     stats: Stats,
 }
 
 impl<O: Write, X: Write> Emitter<O, X> {
     /// Decides the batch's lines from input `name` with one call and writes the results.
-    fn decide(&mut self, dedup: &UrlDedup, name: &str, batch: &Batch) -> Result<Flow, String> {
+    fn decide(
+        &mut self,
+        dedup: &UrlDedup,
+        name: &str,
+        batch: &Batch,
+        state: Option<&mut State>,
+    ) -> Result<Flow, Failure> {
         if batch.is_empty() {
             return Ok(Flow::Go);
         }
-        let decided = dedup.check_and_insert_batch_canonical(batch.texts());
-        self.emit(name, batch, decided)
+        let decided = dedup.check_and_insert_batch_bytes(batch.texts());
+        let new_before = self.stats.new;
+        let flow = self.emit(name, batch, decided, state);
+        let new = self.stats.new - new_before;
+        if new > 0 {
+            // Each new URL was a lookup that could have been a false positive at the rate of
+            // the moment; summed, the expected number of distinct URLs dropped by mistake.
+            let rate = dedup.false_positive_rate();
+            if rate.is_finite() {
+                self.stats.expected_false_drops += new as f64 * rate;
+            }
+        }
+        flow
     }
 
     /// Writes the results of a batch in input order, one entry of `decided` per text line, as
-    /// if each line had been decided and written in turn.
+    /// if each line had been decided and written in turn; records every decided key.
     fn emit(
         &mut self,
         name: &str,
         batch: &Batch,
-        decided: Vec<Result<(Outcome, Cow<'_, str>), url_dedup::Error>>,
-    ) -> Result<Flow, String> {
+        decided: Vec<Decision<Cow<'_, [u8]>>>,
+        mut state: Option<&mut State>,
+    ) -> Result<Flow, Failure> {
         let mut decided = decided.into_iter();
         for line in &batch.lines {
             self.stats.lines += 1;
@@ -267,7 +384,8 @@ impl<O: Write, X: Write> Emitter<O, X> {
                     continue;
                 }
                 Kind::TooLong(len) => format!("line is {len} bytes, over --max-len"),
-                Kind::NotUtf8 => "not valid UTF-8".to_owned(),
+                Kind::Control(0) => "contains a NUL byte".to_owned(),
+                Kind::Control(_) => "contains a carriage return inside the line".to_owned(),
                 Kind::Text(range) => {
                     let text = &batch.text[range.clone()];
                     let result = decided.next().unwrap_or_else(|| {
@@ -277,27 +395,38 @@ impl<O: Write, X: Write> Emitter<O, X> {
                         Ok((Outcome::Duplicate, _)) => {
                             self.stats.duplicate += 1;
                             if let Some(ex) = self.explain.as_mut() {
-                                writeln!(ex, "duplicate\t{text}").map_err(write_err)?;
+                                write_fields(ex, &[b"duplicate", text]).map_err(write_err)?;
                             }
                             continue;
                         }
-                        Ok((Outcome::Similar(why), _)) => {
+                        Ok((Outcome::Similar(why), key)) => {
                             self.stats.similar += 1;
+                            if let Some(state) = state.as_deref_mut() {
+                                state.record(&key);
+                            }
                             if let Some(ex) = self.explain.as_mut() {
-                                writeln!(ex, "similar\t{text}\t{why}").map_err(write_err)?;
+                                let why = why.to_string();
+                                write_fields(ex, &[b"similar", text, why.as_bytes()])
+                                    .map_err(write_err)?;
                             }
                             continue;
                         }
                         // `New`, and outcomes added in later versions: kept, never lost.
-                        Ok((_, canonical)) => {
+                        Ok((_, key)) => {
                             self.stats.new += 1;
-                            let shown = if self.canonical { &*canonical } else { text };
-                            if let Err(e) = writeln!(self.out, "{shown}") {
+                            if let Err(e) = self.write_kept(text, &key) {
                                 return output_failed(e);
+                            }
+                            // Recorded once written: a key in the journal is never printed
+                            // again, so it must not get there before its line did.
+                            if let Some(state) = state.as_deref_mut() {
+                                state.record(&key);
                             }
                             continue;
                         }
-                        Err(e @ url_dedup::Error::InvalidUrl(_)) => e.to_string(),
+                        Err(e @ (url_dedup::Error::InvalidUrl(_) | url_dedup::Error::NotUtf8)) => {
+                            e.to_string()
+                        }
                         Err(e) => {
                             // The filter could not answer (a shared Redis went away for longer
                             // than the retry budget): skipping the line would drop a URL that
@@ -305,9 +434,9 @@ impl<O: Write, X: Write> Emitter<O, X> {
                             // the line before this one.
                             let number = line.number;
                             let _ = self.out.flush();
-                            return Err(format!(
+                            return Err(Failure::Run(format!(
                                 "{name}:{number}: {e}; stopped here, the lines before were decided and written"
-                            ));
+                            )));
                         }
                     }
                 }
@@ -315,7 +444,9 @@ impl<O: Write, X: Write> Emitter<O, X> {
             self.stats.invalid += 1;
             let number = line.number;
             if let Some(ex) = self.explain.as_mut() {
-                writeln!(ex, "invalid\t{name}:{number}\t{reason}").map_err(write_err)?;
+                let at = format!("{name}:{number}");
+                write_fields(ex, &[b"invalid", at.as_bytes(), reason.as_bytes()])
+                    .map_err(write_err)?;
             } else if self.stats.invalid <= SHOWN_INVALID {
                 eprintln!("url-dedup: {name}:{number}: skipped: {reason}");
             }
@@ -323,8 +454,25 @@ impl<O: Write, X: Write> Emitter<O, X> {
         Ok(Flow::Go)
     }
 
+    /// Prints a kept URL as `--canonical`/`--surt` ask.
+    fn write_kept(&mut self, line: &[u8], key: &[u8]) -> io::Result<()> {
+        let surt;
+        let shown = match self.shown {
+            Shown::Line => line,
+            Shown::Canonical => key,
+            Shown::Surt => {
+                surt = std::str::from_utf8(key)
+                    .ok()
+                    .and_then(|k| url_dedup::canon::surt(k).ok());
+                surt.as_deref().map_or(key, str::as_bytes)
+            }
+        };
+        self.out.write_all(shown)?;
+        self.out.write_all(b"\n")
+    }
+
     /// Pushes out what was written so far, so a reader of a slow stream sees it now.
-    fn flush(&mut self) -> Result<Flow, String> {
+    fn flush(&mut self) -> Result<Flow, Failure> {
         if let Err(e) = self.out.flush() {
             return output_failed(e);
         }
@@ -333,19 +481,42 @@ impl<O: Write, X: Write> Emitter<O, X> {
         }
         Ok(Flow::Go)
     }
+
+    /// When a checkpoint is due: flushes the output, then journals the keys it covers.
+    fn checkpoint(&mut self, dedup: &UrlDedup, state: Option<&mut State>) -> Result<Flow, Failure> {
+        let Some(state) = state.filter(|s| s.checkpoint_due()) else {
+            return Ok(Flow::Go);
+        };
+        let flow = self.flush()?;
+        if flow == Flow::Go {
+            state.checkpoint(dedup).map_err(Failure::Run)?;
+        }
+        Ok(flow)
+    }
+}
+
+/// Writes one tab-separated line of `--explain`.
+fn write_fields(out: &mut impl Write, fields: &[&[u8]]) -> io::Result<()> {
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b"\t")?;
+        }
+        out.write_all(field)?;
+    }
+    out.write_all(b"\n")
 }
 
 /// A write to standard output failed: a reader that went away (`| head`) ends the run
 /// quietly, anything else is an error.
-fn output_failed(e: io::Error) -> Result<Flow, String> {
+fn output_failed(e: io::Error) -> Result<Flow, Failure> {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return Ok(Flow::PipeClosed);
     }
-    Err(format!("cannot write output: {e}"))
+    Err(Failure::Run(format!("cannot write output: {e}")))
 }
 
-fn write_err(e: io::Error) -> String {
-    format!("cannot write: {e}")
+fn write_err(e: io::Error) -> Failure {
+    Failure::Run(format!("cannot write: {e}"))
 }
 
 /// `None` stands for standard input.
@@ -373,14 +544,22 @@ fn input_size(sources: &[Option<PathBuf>]) -> Option<u64> {
         .sum()
 }
 
+/// The first layer's size when `-n` is not given. A URL line is rarely under 32 bytes, so
+/// input bytes / 64 is about half the lines or fewer; too small costs a layer or two (a cache
+/// miss each for new URLs), too large costs memory for nothing, and the filter grows either
+/// way without losing its rate.
+fn first_layer(input_bytes: Option<u64>) -> u64 {
+    input_bytes.map_or(1_000_000, |b| (b / 64).clamp(16_384, 4_000_000))
+}
+
 fn builder(args: &Args, input_bytes: Option<u64>) -> url_dedup::Builder {
-    // Short URLs average ~60 bytes; sizing for bytes/32 lines errs on the roomy side.
-    let expected = args
-        .expected
-        .unwrap_or_else(|| input_bytes.map_or(10_000_000, |b| (b / 32).max(1_000_000)));
+    let expected = args.expected.unwrap_or_else(|| first_layer(input_bytes));
     let mut b = UrlDedup::builder()
         .expected_urls(expected)
         .false_positive_rate(args.fpr);
+    if args.exact {
+        b = b.filter(FilterKind::Exact);
+    }
     b = if args.raw {
         b.no_canonicalization()
     } else {
@@ -395,11 +574,14 @@ fn builder(args: &Args, input_bytes: Option<u64>) -> url_dedup::Builder {
             SimilarPreset::Document004 => Preset::Document004,
         });
     }
+    if args.force_state {
+        b = b.accept_config_change();
+    }
     b
 }
 
 fn policy(args: &Args) -> Policy {
-    let mut p = Policy::default();
+    let mut p = args.policy.policy();
     p.remove_fragment = !args.keep_fragment;
     p.sort_query = !args.keep_query_order;
     p.drop_empty_query = !args.keep_empty_query;
@@ -423,12 +605,12 @@ fn policy(args: &Args) -> Policy {
     p
 }
 
-fn open_explain(path: Option<&Path>) -> Result<Option<Box<dyn Write>>, String> {
+fn open_explain(path: Option<&Path>) -> Result<Option<Box<dyn Write>>, Failure> {
     Ok(match path {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Box::new(io::BufWriter::new(io::stderr()))),
         Some(p) => Some(Box::new(io::BufWriter::new(File::create(p).map_err(
-            |e| format!("cannot create explain file {}: {e}", p.display()),
+            |e| Failure::Run(format!("cannot create explain file {}: {e}", p.display())),
         )?))),
     })
 }
@@ -455,7 +637,7 @@ mod tests {
         Emitter {
             out: Vec::new(),
             explain: Some(Vec::new()),
-            canonical: false,
+            shown: Shown::Line,
             stats: Stats::default(),
         }
     }
@@ -472,17 +654,18 @@ mod tests {
     fn a_batch_is_written_in_input_order() {
         let dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
         let batch = batch(&[
-            Line::Text("https://a.example/"),
+            Line::Text(b"https://a.example/"),
             Line::Empty,
-            Line::Text("https://A.example"),
-            Line::NotUtf8,
-            Line::Text("/relative"),
+            Line::Text(b"https://A.example"),
+            Line::Text(b"https://\xff.example/"),
+            Line::Text(b"/relative"),
             Line::TooLong(9_000),
-            Line::Text("https://b.example/"),
+            Line::Control(0),
+            Line::Text(b"https://b.example/"),
         ]);
-        assert_eq!(batch.texts().count(), 4);
+        assert_eq!(batch.texts().count(), 5);
         let mut emit = emitter();
-        assert_eq!(emit.decide(&dedup, "in.txt", &batch), Ok(Flow::Go));
+        assert_eq!(emit.decide(&dedup, "in.txt", &batch, None), Ok(Flow::Go));
         assert_eq!(
             String::from_utf8(emit.out).unwrap(),
             "https://a.example/\nhttps://b.example/\n"
@@ -490,46 +673,47 @@ mod tests {
         let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
         let explain: Vec<&str> = explain.lines().collect();
         assert_eq!(explain[0], "duplicate\thttps://A.example");
-        assert_eq!(explain[1], "invalid\tin.txt:4\tnot valid UTF-8");
+        assert!(explain[1].starts_with("invalid\tin.txt:4\tnot valid UTF-8"));
         assert!(explain[2].starts_with("invalid\tin.txt:5\tinvalid URL"));
         assert_eq!(
             explain[3],
             "invalid\tin.txt:6\tline is 9000 bytes, over --max-len"
         );
+        assert_eq!(explain[4], "invalid\tin.txt:7\tcontains a NUL byte");
         let s = &emit.stats;
         assert_eq!(
             (s.lines, s.new, s.duplicate, s.invalid, s.empty),
-            (7, 2, 1, 3, 1)
+            (8, 2, 1, 4, 1)
         );
+        assert!(s.expected_false_drops > 0.0 && s.expected_false_drops < 1e-6);
     }
 
     #[test]
     fn a_failed_store_stops_at_its_first_line_after_writing_the_lines_before() {
         let batch = batch(&[
-            Line::Text("https://a.example/"),
-            Line::Text("nonsense"),
-            Line::Text("https://b.example/"),
-            Line::Text("https://c.example/"),
+            Line::Text(b"https://a.example/"),
+            Line::Text(b"nonsense"),
+            Line::Text(b"https://b.example/"),
+            Line::Text(b"https://c.example/"),
         ]);
         let dedup = UrlDedup::builder().build().unwrap();
-        let decide = |url: &'static str| {
-            dedup
-                .check_and_insert_canonical(url)
-                .map(|(o, _)| (o, Cow::Borrowed(url)))
-        };
+        let decide = |url: &'static [u8]| dedup.check_and_insert_batch_bytes([url]).remove(0);
         let store_failed = || Err(url_dedup::Error::Store("server went away".into()));
         let mut emit = emitter();
         let flow = emit.emit(
             "<stdin>",
             &batch,
             vec![
-                decide("https://a.example/"),
-                decide("nonsense"),
+                decide(b"https://a.example/"),
+                decide(b"nonsense"),
                 store_failed(),
                 store_failed(),
             ],
+            None,
         );
-        let message = flow.unwrap_err();
+        let Err(Failure::Run(message)) = flow else {
+            panic!("expected a run failure, got {flow:?}");
+        };
         assert!(
             message.starts_with("<stdin>:3: filter store failed: server went away"),
             "{message}"
@@ -559,15 +743,23 @@ mod tests {
         let mut emit = Emitter {
             out: Closed,
             explain: None::<Vec<u8>>,
-            canonical: false,
+            shown: Shown::Line,
             stats: Stats::default(),
         };
         let batch = batch(&[
-            Line::Text("https://a.example/"),
-            Line::Text("https://b.example/"),
+            Line::Text(b"https://a.example/"),
+            Line::Text(b"https://b.example/"),
         ]);
-        assert_eq!(emit.decide(&dedup, "-", &batch), Ok(Flow::PipeClosed));
+        assert_eq!(emit.decide(&dedup, "-", &batch, None), Ok(Flow::PipeClosed));
         assert_eq!(emit.stats.lines, 1);
         assert_eq!(emit.flush(), Ok(Flow::PipeClosed));
+    }
+
+    #[test]
+    fn the_first_layer_follows_the_input_within_bounds() {
+        assert_eq!(first_layer(None), 1_000_000);
+        assert_eq!(first_layer(Some(1_000)), 16_384);
+        assert_eq!(first_layer(Some(64_000_000)), 1_000_000);
+        assert_eq!(first_layer(Some(u64::MAX)), 4_000_000);
     }
 }

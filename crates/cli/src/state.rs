@@ -1,56 +1,294 @@
-//! `--state FILE`: the deduplicator's snapshot, loaded before a run and saved after it.
+//! `--state FILE`: the deduplicator's snapshot across runs, and the journal that bounds what a
+//! killed run reprints.
+//!
+//! Files, all created readable by their owner only (the snapshot holds the hash key):
+//!
+//! * `FILE`: the whole state, replaced atomically (written to `FILE.tmp.<pid>`, synced,
+//!   renamed) at the end of a run and whenever the journal grows past the state's size.
+//! * `FILE.journal`: keys decided since `FILE` was written, appended in blocks after the
+//!   output they cover was flushed (see [`crate::journal`]). It is also the run's lock: a
+//!   second run on the same state is refused while the first holds it.
+//!
+//! Opening a state, before any input is read: take the lock (so the directory is known to be
+//! writable and no other run is using the files), delete temporary files a killed run left,
+//! read `FILE` (refusing trailing bytes and another configuration), replay the journal, and if
+//! it held anything, save `FILE` whole and empty the journal, so every run starts clean.
 
-use std::fs::{self, File};
-use std::io::{self, BufReader, BufWriter, Write};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use url_dedup::bloom::snapshot::Limits;
 use url_dedup::{Builder, UrlDedup};
 
-/// Restores from `path` if it exists, else builds fresh.
-pub(crate) fn load_or_build(builder: Builder, path: Option<&Path>) -> Result<UrlDedup, String> {
-    let Some(path) = path else {
-        return builder.build().map_err(|e| e.to_string());
+use crate::journal::{Journal, PendingKeys};
+
+/// A state file in use by this run.
+#[derive(Debug)]
+pub(crate) struct State {
+    path: PathBuf,
+    journal: Journal,
+    pending: PendingKeys,
+    every: Option<Duration>,
+    last_checkpoint: Instant,
+    /// Size of the last whole save: once the journal is larger, saving whole is cheaper than
+    /// replaying it.
+    saved_bytes: u64,
+}
+
+impl State {
+    /// Opens the state at `path` and the deduplicator it holds (or a fresh one from
+    /// `builder`), replaying the journal of a run that did not finish.
+    pub(crate) fn open(
+        path: &Path,
+        builder: Builder,
+        every: Option<Duration>,
+    ) -> Result<(Self, UrlDedup), String> {
+        let journal_path = suffixed(path, ".journal");
+        let journal_file = private_options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&journal_path)
+            .map_err(|e| format!("cannot open {}: {e}", journal_path.display()))?;
+        match journal_file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(format!(
+                    "state file {} is in use by another url-dedup run",
+                    path.display()
+                ));
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(format!("cannot lock {}: {e}", journal_path.display()));
+            }
+        }
+        remove_stale_temporaries(path);
+
+        let (dedup, saved_bytes) = load(path, builder)?;
+        let (journal, replayed) = Journal::open(journal_file, |keys| {
+            // A key that fails now failed then too and was never journaled; a store error
+            // (Redis gone) stops the run before anything is printed.
+            for result in dedup.check_and_insert_batch_bytes(keys.iter().copied()) {
+                match result {
+                    Ok(_) | Err(url_dedup::Error::InvalidUrl(_) | url_dedup::Error::NotUtf8) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| format!("cannot replay {}: {e}", journal_path.display()))?;
+        let mut state = Self {
+            path: path.to_owned(),
+            journal,
+            pending: PendingKeys::default(),
+            every,
+            last_checkpoint: Instant::now(),
+            saved_bytes,
+        };
+        if replayed > 0 {
+            eprintln!(
+                "url-dedup: {} URLs of an unfinished run recovered from {}",
+                replayed,
+                journal_path.display()
+            );
+            state.save(&dedup)?;
+        }
+        Ok((state, dedup))
+    }
+
+    /// Notes a key this run decided (kept or folded); it reaches the journal at the next
+    /// checkpoint.
+    pub(crate) fn record(&mut self, key: &[u8]) {
+        self.pending.push(key);
+    }
+
+    /// Whether a checkpoint is due: the interval has passed, or many keys are waiting.
+    pub(crate) fn checkpoint_due(&self) -> bool {
+        !self.pending.is_empty()
+            && (self.pending.is_large()
+                || self
+                    .every
+                    .is_some_and(|every| self.last_checkpoint.elapsed() >= every))
+    }
+
+    /// Appends the waiting keys to the journal. Call only after the output they belong to was
+    /// flushed: a key in the journal is never printed again.
+    pub(crate) fn checkpoint(&mut self, dedup: &UrlDedup) -> Result<(), String> {
+        self.last_checkpoint = Instant::now();
+        self.journal.append(&mut self.pending).map_err(|e| {
+            format!(
+                "cannot append to the journal of {}: {e}; the output so far is complete, and \
+                 the next run will print again what this one printed since its last checkpoint",
+                self.path.display()
+            )
+        })?;
+        if self.journal.len() > self.saved_bytes.max(64 << 20) {
+            self.save(dedup)?;
+        }
+        Ok(())
+    }
+
+    /// The run is complete: saves the state whole and empties the journal.
+    pub(crate) fn finish(mut self, dedup: &UrlDedup) -> Result<(), String> {
+        self.pending.clear();
+        self.save(dedup)
+    }
+
+    /// The output was closed early (`| head`): what this run printed may not have been read,
+    /// so the state stays as it was when the run started and the next run prints it all again.
+    pub(crate) fn abandon(mut self) -> Result<(), String> {
+        self.journal
+            .truncate()
+            .map_err(|e| format!("cannot reset the journal of {}: {e}", self.path.display()))
+    }
+
+    /// Writes the whole state next to the file, syncs it, renames it into place and empties
+    /// the journal, so a crash at any point leaves a usable state.
+    fn save(&mut self, dedup: &UrlDedup) -> Result<(), String> {
+        let tmp = suffixed(&self.path, &format!(".tmp.{}", std::process::id()));
+        let result = (|| -> io::Result<u64> {
+            let file = private_options()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&tmp)?;
+            let mut out = BufWriter::new(file);
+            dedup.write_to(&mut out).map_err(io::Error::other)?;
+            let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+            file.sync_all()?;
+            let bytes = file.metadata()?.len();
+            fs::rename(&tmp, &self.path)?;
+            sync_parent(&self.path);
+            Ok(bytes)
+        })();
+        match result {
+            Ok(bytes) => {
+                self.saved_bytes = bytes;
+                self.journal.truncate().map_err(|e| {
+                    format!("cannot reset the journal of {}: {e}", self.path.display())
+                })
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(format!(
+                    "cannot save state file {}: {e}",
+                    self.path.display()
+                ))
+            }
+        }
+    }
+}
+
+/// Reads the state at `path` with `builder`'s configuration, or builds a fresh one when there
+/// is no file yet; returns it and the file's size.
+fn load(path: &Path, builder: Builder) -> Result<(UrlDedup, u64), String> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return builder.build().map(|d| (d, 0)).map_err(|e| e.to_string());
+        }
+        Err(e) => return Err(format!("cannot open state file {}: {e}", path.display())),
     };
-    match File::open(path) {
-        Ok(file) => builder
-            .restore(BufReader::new(file))
-            .map_err(|e| format!("cannot use state file {}: {e}", path.display())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => builder.build().map_err(|e| e.to_string()),
-        Err(e) => Err(format!("cannot open state file {}: {e}", path.display())),
+    let unusable =
+        |e: &dyn std::fmt::Display| format!("cannot use state file {}: {e}", path.display());
+    let size = file.metadata().map_err(|e| unusable(&e))?.len();
+    let mut input = BufReader::new(file);
+    // Nothing in the file can announce more than the file holds.
+    let limits = Limits {
+        max_payload_bytes: size,
+    };
+    let dedup = builder
+        .restore_with_limits(&mut input, limits)
+        .map_err(|e| match e {
+            url_dedup::Error::ConfigMismatch { .. } => format!(
+                "{}\n(pass --force-state to use it anyway: its URLs were recorded in another \
+                 form, so some \"seen\" answers would be wrong)",
+                unusable(&e)
+            ),
+            e => unusable(&e),
+        })?;
+    let mut rest = 0u64;
+    let mut buf = [0u8; 4096];
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => rest += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(unusable(&e)),
+        }
     }
+    if rest > 0 {
+        return Err(unusable(&format!(
+            "{rest} bytes follow the state; the file is damaged or not a url-dedup state"
+        )));
+    }
+    Ok((dedup, size))
 }
 
-/// Writes the state next to `path` and renames it into place, so a crash mid-write leaves the
-/// previous state intact.
-pub(crate) fn save(dedup: &UrlDedup, path: &Path) -> Result<(), String> {
-    let tmp = temp_path(path);
-    let result = (|| -> Result<(), String> {
-        let file = File::create(&tmp).map_err(|e| e.to_string())?;
-        let mut out = BufWriter::new(file);
-        dedup.write_to(&mut out).map_err(|e| e.to_string())?;
-        let file = out.into_inner().map_err(|e| e.to_string())?;
-        file.sync_all().map_err(|e| e.to_string())?;
-        fs::rename(&tmp, path).map_err(|e| e.to_string())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(|e| format!("cannot save state file {}: {e}", path.display()))
-}
-
-fn temp_path(path: &Path) -> PathBuf {
+/// `path` with `suffix` appended to its file name.
+pub(crate) fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path
         .file_name()
         .map(|n| n.to_os_string())
         .unwrap_or_default();
-    name.push(format!(".tmp.{}", std::process::id()));
+    name.push(suffix);
     path.with_file_name(name)
 }
 
-/// Flushes a writer, treating a closed pipe as the reader's choice rather than an error.
-pub(crate) fn flush_quietly(out: &mut impl Write) -> io::Result<()> {
-    match out.flush() {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
+/// Deletes `FILE.tmp.*` left by runs that were killed while saving. Called with the journal's
+/// lock held, so no live run is writing one.
+fn remove_stale_temporaries(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut prefix = name.to_os_string();
+    prefix.push(".tmp.");
+    let prefix = prefix.as_encoded_bytes();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let bytes = file_name.as_encoded_bytes();
+        if bytes.len() > prefix.len()
+            && bytes.starts_with(prefix)
+            && bytes[prefix.len()..].iter().all(u8::is_ascii_digit)
+        {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Options that create files readable and writable by their owner only.
+fn private_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
+/// Makes a rename durable: syncs the directory that holds `path` (best effort).
+fn sync_parent(path: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
     }
 }

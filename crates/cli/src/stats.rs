@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use url_dedup::UrlDedup;
+
 /// What happened to the input lines.
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
@@ -11,15 +13,30 @@ pub(crate) struct Stats {
     pub(crate) similar: u64,
     pub(crate) invalid: u64,
     pub(crate) empty: u64,
+    /// The sum, over the URLs kept, of the filter's false-positive rate when each was looked
+    /// up: the expected number of distinct URLs this run dropped by mistake.
+    pub(crate) expected_false_drops: f64,
 }
 
 impl Stats {
-    pub(crate) fn report(&self, memory_bytes: u64, expected: u64, elapsed: Duration) -> String {
+    pub(crate) fn report(&self, dedup: &UrlDedup, elapsed: Duration) -> String {
         let secs = elapsed.as_secs_f64().max(1e-9);
-        let per_url = format!(
-            "{:.2} bytes per URL, sized for {expected} URLs",
-            memory_bytes as f64 / expected.max(1) as f64
-        );
+        let memory = dedup.memory_bytes();
+        let urls = dedup.estimated_urls();
+        let per_url = if urls.is_finite() && urls >= 1.0 {
+            format!("{:.2} bytes per URL held", memory as f64 / urls)
+        } else {
+            "in Redis".to_owned()
+        };
+        let rate = dedup.false_positive_rate();
+        let drops = if rate.is_finite() {
+            format!(
+                "{:.2e} expected (false-positive rate now {rate:.1e})",
+                self.expected_false_drops
+            )
+        } else {
+            "not known (the filter is in Redis)".to_owned()
+        };
         format!(
             "lines       {:>12}\n\
              new (kept)  {:>12}\n\
@@ -27,6 +44,7 @@ impl Stats {
              similar     {:>12}\n\
              invalid     {:>12}\n\
              empty       {:>12}\n\
+             lost        {drops}\n\
              filter      {:>12} bytes ({per_url})\n\
              elapsed     {:>12.3} s ({:.0} lines/s)\n",
             self.lines,
@@ -35,7 +53,7 @@ impl Stats {
             self.similar,
             self.invalid,
             self.empty,
-            memory_bytes,
+            memory,
             secs,
             self.lines as f64 / secs,
         )

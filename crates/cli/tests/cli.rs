@@ -194,13 +194,16 @@ fn exit_codes() {
     let out = url_dedup().arg("--no-such-flag").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 
-    let out = url_dedup()
-        .arg("--fpr")
-        .arg("1.5")
-        .write_stdin("")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // Out-of-range numbers are usage errors too, as the documented codes say.
+    for args in [
+        ["--fpr", "1.5"],
+        ["--fpr", "2"],
+        ["--fpr", "0"],
+        ["-n", "0"],
+    ] {
+        let out = url_dedup().args(args).write_stdin("").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
 
     let help = url_dedup().arg("--help").output().unwrap();
     assert!(String::from_utf8_lossy(&help.stdout).contains("Examples:"));
@@ -530,8 +533,11 @@ fn a_closed_output_stops_the_run_and_saves_no_state() {
     std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut err).unwrap();
     assert!(child.0.wait().unwrap().success(), "{err}");
     assert!(
-        err.contains("output closed early; state not saved"),
+        err.contains("output closed early; state left as it was"),
         "{err}"
     );
     assert!(!state.exists());
+    // Nothing of the run was journaled either: the next run prints everything again.
+    let journal = dir.path().join("seen.udd.journal");
+    assert_eq!(fs::metadata(&journal).unwrap().len(), 0);
 }
