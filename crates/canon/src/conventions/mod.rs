@@ -18,6 +18,7 @@ use std::str::FromStr;
 
 use crate::{Canonicalizer, Policy};
 
+mod idna;
 pub mod safe_browsing;
 pub mod surt;
 pub mod w3lib;
@@ -192,18 +193,4 @@ impl FromStr for Convention {
             })
             .ok_or_else(|| UnknownConvention { name: s.to_owned() })
     }
-}
-
-/// Punycode (IDNA, UTS 46) for an internationalized host, or `None` when it has none: an empty
-/// label (but a trailing dot), a label over 63 bytes, or a code point IDNA forbids. The
-/// conventions that convert hosts fall back to other forms then, each as its project does.
-pub(crate) fn punycode(host: &str) -> Option<String> {
-    let labels_ok = host
-        .strip_suffix('.')
-        .unwrap_or(host)
-        .split('.')
-        .all(|label| !label.is_empty());
-    let ascii = url::quirks::domain_to_ascii(host);
-    (labels_ok && !ascii.is_empty() && ascii.split('.').all(|label| label.len() <= 63))
-        .then_some(ascii)
 }

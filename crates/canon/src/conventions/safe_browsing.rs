@@ -21,7 +21,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use crate::CanonError;
-use crate::conventions::punycode;
+use crate::conventions::idna::raw_punycode;
 use crate::percent::{CONTROL_SPACE_HASH_PERCENT, decode, decode_repeatedly, escape_into};
 
 /// Most components a host-suffix expression has, as the protocol asks ("starting with the last
@@ -343,7 +343,8 @@ fn host(authority: &str) -> Result<String, CanonError> {
     let host = if decoded.iter().any(|&b| b > 0x80) {
         let unicode = std::str::from_utf8(&decoded)
             .map_err(|_| rejected("internationalized host is not UTF-8"))?;
-        punycode(unicode).ok_or_else(|| rejected("internationalized host has no punycode form"))?
+        raw_punycode(unicode)
+            .ok_or_else(|| rejected("internationalized host has no punycode form"))?
     } else {
         host.to_owned()
     };

@@ -19,7 +19,7 @@
 //! * [`ArchiveCanonicalizer::DefaultIa`]: the first, then the second; what [`surt`] uses.
 
 use crate::CanonError;
-use crate::conventions::punycode;
+use crate::conventions::idna::python_idna;
 use crate::percent::{CONTROL_SPACE_HASH_PERCENT, decode_repeatedly, escape_into};
 
 /// Which of the archive canonicalizers to apply before writing a URL or key.
@@ -223,6 +223,10 @@ impl HandyUrl {
     /// (user info is dropped).
     fn parse(url: &[u8]) -> Result<Self, CanonError> {
         let trimmed = url.trim_ascii();
+        if trimmed.is_empty() {
+            // The package fails on a URL of only whitespace (it has no scheme to look at).
+            return Err(rejected("no URL"));
+        }
         let mut url: Vec<u8> = trimmed
             .iter()
             .copied()
@@ -319,10 +323,13 @@ impl HandyUrl {
         }
         if let Some(host) = self.host.take().filter(|h| !h.is_empty()) {
             let mut host = decode_repeatedly(&host);
-            if !host.is_ascii()
-                && let Some(ascii) = punycode(&String::from_utf8_lossy(&host))
-            {
-                host = ascii.into_bytes();
+            if !host.is_ascii() {
+                // Python decodes with errors ignored, then applies its `idna` codec; on failure
+                // the bytes stay as they were.
+                let text: String = host.utf8_chunks().map(|chunk| chunk.valid()).collect();
+                if let Some(ascii) = python_idna(&text) {
+                    host = ascii.into_bytes();
+                }
             }
             let single_dots = replace_double_dots(&host);
             let host = strip_dots(&single_dots);

@@ -1,16 +1,18 @@
-//! Scrapy's URL canonicalization: `w3lib.url.canonicalize_url`, the request fingerprint of
-//! Scrapy projects.
+//! Scrapy's URL canonicalization: `w3lib.url.canonicalize_url` of w3lib 2.5.0, the request
+//! fingerprint of Scrapy projects.
 //!
 //! The rules, as w3lib applies them (its own URL splitter, modelled on Python's
 //! `urllib.parse.urlsplit`, not the WHATWG parser):
 //!
 //! 1. C0 controls and spaces trimmed from both ends; tabs, CR and LF removed anywhere;
 //! 2. scheme lower-cased; user info kept (its escapes normalized); host lower-cased and
-//!    converted to punycode (kept as it is when that fails); an empty port (`host:`) removed,
-//!    other ports kept as numbers (`:80` too);
-//! 3. path: every escape decoded once except `%2F` and `%3F`, then everything but
+//!    converted to punycode as Python's IDNA 2003 codec does (kept as it is when that fails),
+//!    an IPv6 address compressed (RFC 5952); an empty port (`host:`) removed, other ports
+//!    kept as numbers (`:80` too);
+//! 3. path: every escape decoded once except `%25`, `%2F`, `%3B` and `%3F`, then everything but
 //!    `A-Z a-z 0-9 - . _ ~ : / ? [ ] @ ! $ & ' ( ) * + , ; = | %` encoded (UTF-8), so escapes
-//!    come out in upper case and `%7E` as `~`; an empty path is `/`; no dot-segment removal;
+//!    come out in upper case and `%7E` as `~`; an empty path is `/`; dot segments of a path
+//!    starting with `/` resolved (RFC 3986 section 5.2.4, empty segments kept);
 //! 4. query: split on `&`, empty pieces dropped, each name and value form-decoded (`+` is a
 //!    space), the pairs sorted by name then value (as bytes), and form-encoded again (`a=`
 //!    for a name without value, a space as `+`, everything but `A-Z a-z 0-9 - . _ ~` escaped);
@@ -22,7 +24,7 @@
 //! offered).
 
 use crate::CanonError;
-use crate::conventions::punycode;
+use crate::conventions::idna::python_idna;
 use crate::percent::{ByteSet, alphanumeric_and, decode, escape_into, hex_value, push_triplet};
 
 /// `canonicalize_url` with its arguments.
@@ -198,6 +200,10 @@ impl W3lib {
             canonical_path.push(b'/');
         } else {
             escape_into(&decode_path(path), &not(&PATH_SAFE), &mut canonical_path);
+            // A path not starting with `/` is opaque (`mailto:a/../b`): left alone.
+            if canonical_path.starts_with(b"/") {
+                canonical_path = remove_dot_segments(&canonical_path);
+            }
         }
         let mut fragment = Vec::new();
         if self.keep_fragments {
@@ -292,8 +298,8 @@ fn form_encode(src: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// Decodes every escape of a path but `%2F` and `%3F`, which would change its structure (they
-/// come out in upper case).
+/// Decodes every escape of a path but `%25`, `%2F`, `%3B` and `%3F`, which would change its
+/// structure or the next decoding (they come out in upper case).
 fn decode_path(path: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.len());
     let mut i = 0;
@@ -305,7 +311,7 @@ fn decode_path(path: &[u8]) -> Vec<u8> {
             )
         {
             let octet = hi << 4 | lo;
-            if octet == b'/' || octet == b'?' {
+            if matches!(octet, b'%' | b'/' | b';' | b'?') {
                 push_triplet(&mut out, octet);
             } else {
                 out.push(octet);
@@ -368,24 +374,39 @@ fn split(url: &str) -> Result<Split, CanonError> {
     })
 }
 
-/// w3lib's checks on `[` `]` in an authority: both or neither, nothing before `[`, only
+/// w3lib's checks on `[` `]` in an authority: both or neither; with both, the host (after
+/// the last `@`) must be a bracketed IPv6 or IPvFuture literal with nothing before `[` and only
 /// `:port` after `]`.
 fn check_brackets(netloc: &str) -> Result<(), CanonError> {
+    match (netloc.contains('['), netloc.contains(']')) {
+        (false, false) => return Ok(()),
+        (true, true) => {}
+        _ => return Err(rejected("invalid IPv6 URL")),
+    }
     let host_port = netloc.rsplit_once('@').map_or(netloc, |(_, h)| h);
-    match (host_port.find('['), host_port.find(']')) {
-        (None, None) => Ok(()),
-        (Some(0), Some(close)) if close > 0 => {
-            let after = &host_port[close + 1..];
-            let literal = &host_port[1..close];
-            if (after.is_empty() || after.starts_with(':'))
-                && literal.parse::<std::net::Ipv6Addr>().is_ok()
-            {
-                Ok(())
-            } else {
-                Err(rejected("invalid IPv6 literal"))
+    let literal = match host_port.split_once('[') {
+        Some((before, bracketed)) => {
+            let (literal, after) = bracketed.split_once(']').unwrap_or((bracketed, ""));
+            if !before.is_empty() || !(after.is_empty() || after.starts_with(':')) {
+                return Err(rejected("invalid IPv6 URL"));
             }
+            literal
         }
-        _ => Err(rejected("unbalanced [ ] in the authority")),
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    let valid = match literal.strip_prefix(['v', 'V']) {
+        // IPvFuture: `v` hex digits `.` something.
+        Some(future) => future.split_once('.').is_some_and(|(version, rest)| {
+            !version.is_empty()
+                && version.bytes().all(|b| b.is_ascii_hexdigit())
+                && !rest.is_empty()
+        }),
+        None => literal.parse::<std::net::Ipv6Addr>().is_ok(),
+    };
+    if valid {
+        Ok(())
+    } else {
+        Err(rejected("invalid IPv6 URL"))
     }
 }
 
@@ -426,7 +447,11 @@ fn safe_netloc(netloc: &str) -> Result<String, CanonError> {
     let host = lowercase_before_zone(host);
     if host.contains(':') {
         out.push(b'[');
-        out.extend_from_slice(host.as_bytes());
+        match host.parse::<std::net::Ipv6Addr>() {
+            // Compressed as RFC 5952 writes it, as Python's `ipaddress` does.
+            Ok(address) => out.extend_from_slice(address.to_string().as_bytes()),
+            Err(_) => out.extend_from_slice(host.as_bytes()),
+        }
         out.push(b']');
     } else {
         out.extend_from_slice(idna(&host).as_bytes());
@@ -460,13 +485,57 @@ fn lowercase_before_zone(host: &str) -> String {
     }
 }
 
-/// Punycode for an internationalized host; the host itself when it is ASCII or has no
-/// punycode form (an empty label, a label too long), as w3lib falls back.
+/// Punycode for an internationalized host, as Python's `idna` codec writes it; the host
+/// itself when it is ASCII or has no such form (an empty label, a label too long, a prohibited
+/// character), as w3lib falls back.
 fn idna(host: &str) -> String {
     if host.is_ascii() {
         return host.to_owned();
     }
-    punycode(host).unwrap_or_else(|| host.to_owned())
+    // w3lib drops the authority's delimiters before the codec sees the host.
+    let cleaned: String = host
+        .chars()
+        .filter(|c| !matches!(c, '@' | ':' | '#' | '?'))
+        .collect();
+    python_idna(&cleaned).unwrap_or_else(|| host.to_owned())
+}
+
+/// RFC 3986 section 5.2.4 on a path starting with `/`: `.` removed, `..` removes the segment
+/// before it (not past the root), a trailing dot segment leaves a trailing slash; empty
+/// segments are kept (`/a//b` names another resource than `/a/b`).
+fn remove_dot_segments(path: &[u8]) -> Vec<u8> {
+    if !path.windows(2).any(|w| w == b"/.") {
+        return path.to_vec();
+    }
+    let segments: Vec<&[u8]> = path[1..].split(|&b| b == b'/').collect();
+    let mut kept: Vec<&[u8]> = Vec::with_capacity(segments.len());
+    // `split` yields at least one piece.
+    let Some((last, leading)) = segments.split_last() else {
+        return path.to_vec();
+    };
+    for &segment in leading {
+        match segment {
+            b".." => {
+                kept.pop();
+            }
+            b"." => {}
+            s => kept.push(s),
+        }
+    }
+    match *last {
+        b".." => {
+            kept.pop();
+            kept.push(b"");
+        }
+        b"." => kept.push(b""),
+        s => kept.push(s),
+    }
+    let mut out = Vec::with_capacity(path.len());
+    for segment in kept {
+        out.push(b'/');
+        out.extend_from_slice(segment);
+    }
+    out
 }
 
 /// Splits `;params` off the last path segment for schemes that have them.
@@ -479,4 +548,28 @@ fn split_params<'p>(scheme: &str, path: &'p [u8]) -> (&'p [u8], &'p [u8]) {
         }
     }
     (path, &[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `test_remove_dot_segments_rfc_examples` of w3lib 2.5.0 (`tests/test_url.py` of the
+    /// release published on PyPI, `w3lib-2.5.0.tar.gz`).
+    #[test]
+    fn dot_segments_as_w3lib() {
+        for (input, output) in [
+            ("/a/b/c/./../../g", "/a/g"),
+            ("/a/.", "/a/"),
+            ("/a/..", "/"),
+            ("/..", "/"),
+            ("/a//b", "/a//b"),
+        ] {
+            assert_eq!(
+                remove_dot_segments(input.as_bytes()),
+                output.as_bytes(),
+                "{input}"
+            );
+        }
+    }
 }
