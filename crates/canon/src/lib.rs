@@ -45,10 +45,10 @@
 //!   `aspsessionid*`, `cfid`, `cftoken`, ...) are removed whatever their value;
 //! * short names that sites also use for content ([`ParamList::session_token`]: `sid`, `s`,
 //!   `session`, ...) are removed only when the value [looks like a session
-//!   token](looks_like_session_token): 16 or more letters and digits, both present, with
-//!   frequent changes between digits, lower and upper case. `sid=01/05/17/222314` (a Slashdot
-//!   story), `sid=123` (PHP-Nuke) and `s=canonicalization` (a search) stay;
-//!   `sid=3f2a9c8e1b7d4a6f0e5c2b9a8d7f6e1c` goes.
+//!   token](looks_like_session_token): 16 or more letters and digits, both present, with a
+//!   change between digits, lower and upper case about every three bytes.
+//!   `sid=01/05/17/222314` (a Slashdot story), `sid=123` (PHP-Nuke) and `s=canonicalization`
+//!   (a search) stay; `sid=3f2a9c8e1b7d4a6f0e5c2b9a8d7f6e1c` goes.
 //!
 //! ```
 //! use url_dedup_canon::Canonicalizer;
