@@ -21,7 +21,8 @@ use crate::frontier::{Job, JobKind};
 
 /// The snapshot kind of the crawl state, in the range the workspace leaves to applications.
 const CRAWL_STATE: Kind = Kind(0x8101);
-const VERSION: u16 = 1;
+/// Version 2 adds the per-template counts (`T` lines); version 1 is still read.
+const VERSION: u16 = 2;
 /// Largest state blob accepted: a run queue of some ten million URLs.
 const MAX_STATE_BYTES: u64 = 4 << 30;
 
@@ -36,6 +37,8 @@ pub(crate) struct Checkpoint {
     pub(crate) warc_len: u64,
     pub(crate) pending: Vec<Job>,
     pub(crate) host_admitted: HashMap<String, u64>,
+    /// URLs admitted per template budget key (see `crate::template`).
+    pub(crate) template_admitted: HashMap<String, u64>,
     pub(crate) seen: BloomFilter,
     /// The similarity filter, when the crawl uses one.
     pub(crate) similar: Option<SimilarityFilter>,
@@ -48,6 +51,7 @@ pub(crate) struct CheckpointRef<'a, I> {
     pub(crate) warc_len: u64,
     pub(crate) pending: I,
     pub(crate) host_admitted: &'a HashMap<String, u64>,
+    pub(crate) template_admitted: &'a HashMap<String, u64>,
     pub(crate) seen: &'a BloomFilter,
     pub(crate) similar: Option<&'a SimilarityFilter>,
 }
@@ -73,6 +77,9 @@ pub(crate) fn write<'a>(
     }
     for (host, n) in state.host_admitted {
         blob.push_str(&format!("H\t{n}\t{host}\n"));
+    }
+    for (template, n) in state.template_admitted {
+        blob.push_str(&format!("T\t{n}\t{template}\n"));
     }
     let bytes = blob.as_bytes();
     let mut params = Params::new();
@@ -155,7 +162,7 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
     .map_err(|e| damaged(e.to_string()))?;
     let mut p = header.params();
     let version = p.u16().map_err(|e| damaged(e.to_string()))?;
-    if version != VERSION {
+    if !(1..=VERSION).contains(&version) {
         return Err(damaged(format!(
             "crawl state version {version}, this build reads {VERSION}"
         )));
@@ -173,6 +180,7 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
     let text = String::from_utf8(bytes).map_err(|_| damaged("state is not UTF-8".into()))?;
     let mut pending = Vec::new();
     let mut host_admitted = HashMap::new();
+    let mut template_admitted = HashMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
         match f.as_slice() {
@@ -187,9 +195,14 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
                 kind: JobKind::from_code(kind)
                     .ok_or_else(|| damaged(format!("bad kind in {line:?}")))?,
             }),
-            ["H", n, host] => {
-                host_admitted.insert(
-                    (*host).to_owned(),
+            ["H" | "T", n, key] => {
+                let counts = if f[0] == "H" {
+                    &mut host_admitted
+                } else {
+                    &mut template_admitted
+                };
+                counts.insert(
+                    (*key).to_owned(),
                     n.parse()
                         .map_err(|_| damaged(format!("bad count in {line:?}")))?,
                 );
@@ -222,6 +235,7 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
         warc_len,
         pending,
         host_admitted,
+        template_admitted,
         seen,
         similar,
     }))
@@ -252,12 +266,14 @@ mod tests {
             },
         ];
         let hosts = HashMap::from([("h:80".to_owned(), 2u64)]);
+        let templates = HashMap::from([("h/cal/{int}".to_owned(), 7u64)]);
         let state = CheckpointRef {
             generation: 4,
             pages_done: 9,
             warc_len: 1234,
             pending: jobs.iter(),
             host_admitted: &hosts,
+            template_admitted: &templates,
             seen: &seen,
             similar: None,
         };
@@ -266,6 +282,7 @@ mod tests {
         assert_eq!((c.generation, c.pages_done, c.warc_len), (4, 9, 1234));
         assert_eq!(c.pending, jobs);
         assert_eq!(c.host_admitted, hosts);
+        assert_eq!(c.template_admitted, templates);
         assert_eq!(c.seen, seen);
         assert!(c.similar.is_none());
 
@@ -280,6 +297,7 @@ mod tests {
             warc_len: 1234,
             pending: jobs.iter(),
             host_admitted: &hosts,
+            template_admitted: &templates,
             seen: &seen,
             similar: Some(&similar),
         };

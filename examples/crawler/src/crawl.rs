@@ -84,7 +84,7 @@ impl Shared {
     pub(crate) fn offer(&self, candidates: Vec<Candidate>) {
         let admitted = {
             let mut state = self.state();
-            page::admit_all(self, &mut state, candidates)
+            page::admit_all(self, &mut state, None, candidates)
         };
         match admitted {
             Ok(jobs) => jobs.into_iter().for_each(|j| self.router.route(j)),
@@ -127,7 +127,7 @@ impl Shared {
         let result = {
             let mut state = self.state();
             let record = || -> Result<(Vec<Job>, bool), CrawlError> {
-                let admitted = page::admit_all(self, &mut state, candidates)?;
+                let admitted = page::admit_all(self, &mut state, Some(&job.url), candidates)?;
                 if let Some((reason, detail)) = &problem {
                     state.skip(*reason, &job.url, detail)?;
                 }
@@ -169,13 +169,8 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     let out = config.out.clone();
     std::fs::create_dir_all(&out).map_err(CrawlError::io("creating output directory", &out))?;
     let software = format!("url-dedup-crawler/{}", env!("CARGO_PKG_VERSION"));
-    let (state, resumed) = CrawlState::open(
-        &out,
-        config.filter,
-        config.traps.host_budget,
-        config.warc,
-        &software,
-    )?;
+    let (state, resumed) =
+        CrawlState::open(&out, config.filter, &config.traps, config.warc, &software)?;
     let fetcher = Fetcher::new(config.fetch.clone())?;
 
     let mut inboxes = Vec::new();
@@ -234,7 +229,7 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
                 hops: 0,
                 kind: JobKind::Page,
             };
-            match state.admit(job) {
+            match state.admit(job, None) {
                 Ok(crate::state::Admission::Admitted(j)) => admitted.push(j),
                 Ok(_) => {}
                 Err(e) => return Err(e),

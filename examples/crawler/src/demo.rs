@@ -251,8 +251,8 @@ pub(crate) async fn run(options: &Options) -> Result<(), CrawlError> {
     let search = hits.keys().filter(|p| p.starts_with("/search")).count();
     println!(
         "  traps            calendar {calendar} pages (then {}), archive {deep} levels (then {}), search {search} pages (then {})",
-        SkipReason::TooDeep,
-        SkipReason::TooManySlashes,
+        SkipReason::TemplateBudget,
+        SkipReason::RepeatedSegment,
         SkipReason::UrlTooLong
     );
     println!(
@@ -265,7 +265,7 @@ pub(crate) async fn run(options: &Options) -> Result<(), CrawlError> {
             ))
             .display()
     );
-    if summary.skipped(SkipReason::TooDeep) == 0 {
+    if summary.skipped(SkipReason::TemplateBudget) == 0 {
         eprintln!("note: the calendar trap was not reached");
     }
     Ok(())

@@ -48,6 +48,7 @@ use crate::page::Rejected;
 use crate::robots::RobotsRules;
 use crate::shards::ShardedFrontier;
 use crate::skip::SkipReason;
+use crate::template::Lineage;
 
 type SeenFilter = SegmentedBloomFilter<SipHash13, RedisSegmentStore>;
 
@@ -78,6 +79,8 @@ struct Node {
     stop_key: String,
     known_key: String,
     period_key: String,
+    /// Hash of URLs admitted per template budget key (`crate::template`), for every process.
+    templates_key: String,
     every: Option<Duration>,
     robots: Mutex<HashMap<String, Arc<RobotsRules>>>,
     monitor: Arc<Monitor>,
@@ -166,6 +169,7 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         stop_key: ns.key("stop"),
         known_key: ns.key("known"),
         period_key: ns.key("period"),
+        templates_key: ns.key("templates"),
         every: shared.every,
         robots: Mutex::new(HashMap::new()),
         monitor,
@@ -182,7 +186,7 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
     node.coordinate().await;
     // Every process offers the seeds: the shared filter lets exactly one push each.
     let seeds = node.config.seeds.clone();
-    node.offer(seeds).await?;
+    node.offer(seeds, None).await?;
 
     let signals = crate::signals::listen(crate::signals::Handlers {
         // This process leaves; the others carry on (the stop flag is for ending them all).
@@ -520,8 +524,9 @@ impl Node {
         matches!(flag, Ok(Some(_)))
     }
 
-    /// Offers links to the shared done set; pushes the new ones to the frontier.
-    async fn offer(&self, found: Vec<Url>) -> Result<(), CrawlError> {
+    /// Offers links found on page `from` (none for the seeds) to the shared done set; pushes
+    /// the new ones to the frontier.
+    async fn offer(&self, found: Vec<Url>, from: Option<&Url>) -> Result<(), CrawlError> {
         let c = &self.monitor.counters;
         let mut urls = Vec::with_capacity(found.len());
         for link in found {
@@ -534,6 +539,9 @@ impl Node {
         }
         urls.sort_unstable();
         urls.dedup();
+        if let Some(page) = from {
+            urls = self.within_template_budgets(page, urls).await?;
+        }
         if urls.is_empty() {
             return Ok(());
         }
@@ -564,6 +572,58 @@ impl Node {
             Counters::add(&c.queued, n);
         }
         Ok(())
+    }
+
+    /// `urls` (found on `page`) without the ones that continue `page`'s template past its
+    /// budget. The counts are shared by every process (`HINCRBY` on one hash); a URL already in
+    /// the done set costs no budget, and one refused is left out of the done set, so a link to
+    /// it from a page of another template still admits it. Two processes finding the same new
+    /// URL at once may both count it: a budget can run out a few URLs early, never late.
+    async fn within_template_budgets(
+        &self,
+        page: &Url,
+        urls: Vec<String>,
+    ) -> Result<Vec<String>, CrawlError> {
+        let keys: Vec<Option<String>> = urls
+            .iter()
+            .map(|u| Lineage::of(page.as_str(), u).map(|l| crate::template::key(u, l)))
+            .collect();
+        if keys.iter().all(Option::is_none) {
+            return Ok(urls);
+        }
+        let seen = self.seen.clone();
+        let (urls, known) = tokio::task::spawn_blocking(move || {
+            let known = seen.try_contains_batch(&urls);
+            known.map(|k| (urls, k))
+        })
+        .await
+        .map_err(|e| CrawlError::Options(format!("filter task: {e}")))??;
+        let mut pipe = redis::pipe();
+        let mut counted = Vec::new();
+        for (i, (key, known)) in keys.iter().zip(&known).enumerate() {
+            if let (Some(key), false) = (key, known) {
+                pipe.cmd("HINCRBY").arg(&self.templates_key).arg(key).arg(1);
+                counted.push(i);
+            }
+        }
+        if counted.is_empty() {
+            return Ok(urls);
+        }
+        let mut conn = self.conn.clone();
+        let counts: Vec<u64> = pipe.query_async(&mut conn).await?;
+        let budget = self.config.traps.template_budget;
+        let mut refused = vec![false; urls.len()];
+        for (&i, &count) in counted.iter().zip(&counts) {
+            if count > budget {
+                refused[i] = true;
+                self.monitor.counters.skip(SkipReason::TemplateBudget);
+            }
+        }
+        Ok(urls
+            .into_iter()
+            .zip(refused)
+            .filter_map(|(u, refused)| (!refused).then_some(u))
+            .collect())
     }
 
     /// Fetches one claimed URL and offers what it links to.
@@ -669,7 +729,7 @@ impl Node {
                 .warn(&format!("{url}: HTTP {}", exchange.status.as_u16()))
                 .await;
         }
-        self.offer(found).await
+        self.offer(found, Some(&url)).await
     }
 
     /// This host's robots.txt rules, fetched once per process. The frontier leases a host to

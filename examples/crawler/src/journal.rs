@@ -3,7 +3,11 @@
 //! Each line is one event, written and flushed before the crawl acts on it:
 //!
 //! ```text
-//! A <TAB> kind <TAB> depth <TAB> hops <TAB> url     admitted to the run queue
+//! A <TAB> kind <TAB> depth <TAB> hops <TAB> lineage <TAB> url
+//!                                                   admitted to the run queue; lineage says
+//!                                                   which template budget it counts against
+//!                                                   (`-`, `t` or `q`; absent in journals
+//!                                                   written before template budgets)
 //! D <TAB> warc-length <TAB> fetched <TAB> url       done: fetched (1) or given up (0), WARC
 //!                                                   committed up to warc-length
 //! ```
@@ -17,11 +21,12 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::frontier::{Job, JobKind};
+use crate::template::Lineage;
 
 /// One journal event.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Event {
-    Admitted(Job),
+    Admitted(Job, Option<Lineage>),
     Done {
         url: String,
         warc_len: u64,
@@ -55,13 +60,14 @@ impl Journal {
         Ok(Self { out })
     }
 
-    pub(crate) fn admitted(&mut self, job: &Job) -> io::Result<()> {
+    pub(crate) fn admitted(&mut self, job: &Job, lineage: Option<Lineage>) -> io::Result<()> {
         writeln!(
             self.out,
-            "A\t{}\t{}\t{}\t{}",
+            "A\t{}\t{}\t{}\t{}\t{}",
             job.kind.code(),
             job.depth,
             job.hops,
+            Lineage::code(lineage),
             job.url
         )
     }
@@ -114,13 +120,20 @@ fn parse(line: &str) -> Option<Event> {
             let kind = JobKind::from_code(f.next()?)?;
             let depth = f.next()?.parse().ok()?;
             let hops = f.next()?.parse().ok()?;
-            let url = f.next()?;
-            Some(Event::Admitted(Job {
-                url: url.into(),
-                depth,
-                hops,
-                kind,
-            }))
+            // A URL holds no tab, so a sixth field means the line has a lineage.
+            let (lineage, url) = match (f.next()?, f.next()) {
+                (lineage, Some(url)) => (Lineage::from_code(lineage)?, url),
+                (url, None) => (None, url),
+            };
+            Some(Event::Admitted(
+                Job {
+                    url: url.into(),
+                    depth,
+                    hops,
+                    kind,
+                },
+                lineage,
+            ))
         }
         "D" => {
             let warc_len = f.next()?.parse().ok()?;
@@ -160,7 +173,7 @@ mod tests {
             kind: JobKind::Sitemap,
         };
         let mut j = Journal::open(dir.path(), 3, 0).unwrap();
-        j.admitted(&job).unwrap();
+        j.admitted(&job, Some(Lineage::QueryGrowth)).unwrap();
         j.done("http://h/a", 77, true).unwrap();
         j.flush().unwrap();
         drop(j);
@@ -177,7 +190,7 @@ mod tests {
         assert_eq!(
             events,
             [
-                Event::Admitted(job),
+                Event::Admitted(job, Some(Lineage::QueryGrowth)),
                 Event::Done {
                     url: "http://h/a".into(),
                     warc_len: 77,
@@ -189,6 +202,15 @@ mod tests {
         j.done("http://h/b", 1, false).unwrap();
         j.flush().unwrap();
         assert_eq!(replay(&p).unwrap().0.len(), 3);
+    }
+
+    #[test]
+    fn lines_written_before_lineages_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = path(dir.path(), 0);
+        std::fs::write(&p, "A\tP\t0\t0\thttp://h/\n").unwrap();
+        let (events, _) = replay(&p).unwrap();
+        assert!(matches!(&events[..], [Event::Admitted(j, None)] if &*j.url == "http://h/"));
     }
 
     #[test]

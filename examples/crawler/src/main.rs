@@ -80,6 +80,7 @@ mod sitemap;
 mod skip;
 mod state;
 mod summary;
+mod template;
 mod traps;
 mod warc;
 mod worker;

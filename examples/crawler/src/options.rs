@@ -43,8 +43,10 @@ pub(crate) struct Options {
     #[arg(long)]
     pub(crate) prefix: Vec<String>,
 
-    /// Deepest link distance from a seed that is fetched.
-    #[arg(long, default_value_t = 32)]
+    /// Deepest link distance from a seed that is fetched: a backstop only, far beyond real
+    /// navigation chains (traps are stopped by what their URLs look like, see
+    /// --template-budget and --max-segment-repeats).
+    #[arg(long, default_value_t = 1000)]
     pub(crate) max_depth: u32,
 
     /// Stop after fetching this many pages (over all runs of this output directory).
@@ -58,6 +60,18 @@ pub(crate) struct Options {
     /// Trap rule: skip URLs with more `/` than this (the `//` after the scheme included).
     #[arg(long, default_value_t = 24)]
     pub(crate) max_slashes: usize,
+
+    /// Trap rule: skip URLs in whose path one segment occurs more than this many times
+    /// (`/a/b/a/b/a/b/a/`: a relative link resolving against itself).
+    #[arg(long, default_value_t = 3)]
+    pub(crate) max_segment_repeats: usize,
+
+    /// Trap rule: admit at most this many URLs of one template (site, path with numbers as
+    /// `{int}`, query parameter names) from pages of that same template: the months of a
+    /// calendar, the levels of a generated tree, a query growing by one character or parameter
+    /// at a time. Links from other pages (an index, a list, a sitemap) are not counted.
+    #[arg(long, default_value_t = 256)]
+    pub(crate) template_budget: u64,
 
     /// Trap rule: admit at most this many URLs per host.
     #[arg(long, default_value_t = 1_000_000)]
@@ -299,8 +313,10 @@ impl Options {
             traps: TrapRules {
                 max_url_len: self.max_url_length,
                 max_slashes: self.max_slashes,
+                max_segment_repeats: self.max_segment_repeats,
                 max_depth: self.max_depth,
                 host_budget: self.host_budget,
+                template_budget: self.template_budget,
             },
             max_pages: self.max_pages,
             per_host: self.per_host,

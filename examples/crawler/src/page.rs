@@ -16,6 +16,7 @@ use crate::mirror;
 use crate::options::CrawlConfig;
 use crate::skip::SkipReason;
 use crate::state::Admission;
+use crate::template::Lineage;
 
 /// A link found while processing a job, before canonicalization.
 pub(crate) struct Candidate {
@@ -213,10 +214,12 @@ pub(crate) fn vet(
     Ok(url)
 }
 
-/// Turns candidates into jobs and offers them to the done set. Called with the state locked.
+/// Turns candidates found on the page `from` (none for the seeds and robots.txt sitemaps) into
+/// jobs and offers them to the done set. Called with the state locked.
 pub(crate) fn admit_all(
     shared: &Shared,
     state: &mut crate::state::CrawlState,
+    from: Option<&str>,
     candidates: Vec<Candidate>,
 ) -> Result<Vec<Job>, crate::error::CrawlError> {
     let mut admitted = Vec::new();
@@ -245,7 +248,8 @@ pub(crate) fn admit_all(
             hops: c.hops,
             kind: c.kind,
         };
-        if let Admission::Admitted(job) = state.admit(job)? {
+        let lineage = from.and_then(|page| Lineage::of(page, &job.url));
+        if let Admission::Admitted(job) = state.admit(job, lineage)? {
             admitted.push(job);
         }
     }

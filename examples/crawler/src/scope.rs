@@ -45,6 +45,15 @@ impl Scope {
         }
     }
 
+    /// The option value naming this kind of scope.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::Host(_) => "host",
+            Self::Domain(_) => "domain",
+            Self::Prefix(_) => "prefix",
+        }
+    }
+
     /// Whether `url` (canonical) is inside the crawl.
     pub(crate) fn contains(&self, url: &Url) -> bool {
         match self {

@@ -19,10 +19,15 @@ pub(crate) enum SkipReason {
     UrlTooLong,
     /// More `/` than the limit (document 002's trap rule).
     TooManySlashes,
+    /// A path segment repeated more often than the limit (a relative link looping).
+    RepeatedSegment,
     /// Deeper than the depth limit.
     TooDeep,
     /// Its host has used up its page budget.
     HostBudget,
+    /// Found on a page of its own template, which has used up its budget (a calendar, a tree,
+    /// a growing query).
+    TemplateBudget,
     /// Disallowed by the host's robots.txt.
     RobotsDisallowed,
     /// The host's robots.txt could not be fetched (5xx or network error): RFC 9309 says to
@@ -68,9 +73,12 @@ impl SkipReason {
     /// Which group of the status page this reason counts in.
     pub(crate) fn class(self) -> SkipClass {
         match self {
-            Self::UrlTooLong | Self::TooManySlashes | Self::TooDeep | Self::HostBudget => {
-                SkipClass::Trap
-            }
+            Self::UrlTooLong
+            | Self::TooManySlashes
+            | Self::RepeatedSegment
+            | Self::TooDeep
+            | Self::HostBudget
+            | Self::TemplateBudget => SkipClass::Trap,
             Self::Timeout
             | Self::FetchFailed
             | Self::BodyTooLarge
@@ -94,8 +102,10 @@ impl SkipReason {
             Self::OutOfScope => "out-of-scope",
             Self::UrlTooLong => "url-too-long",
             Self::TooManySlashes => "too-many-slashes",
+            Self::RepeatedSegment => "repeated-segment",
             Self::TooDeep => "too-deep",
             Self::HostBudget => "host-budget",
+            Self::TemplateBudget => "template-budget",
             Self::RobotsDisallowed => "robots-disallowed",
             Self::RobotsUnreachable => "robots-unreachable",
             Self::TooManyRedirects => "too-many-redirects",

@@ -11,12 +11,14 @@ use std::path::{Path, PathBuf};
 use url_dedup_bloom::BloomFilter;
 use url_dedup_similarity::{Preset, SimilarityFilter};
 
-use crate::checkpoint::{self, CheckpointRef};
+use crate::checkpoint::{self, Checkpoint, CheckpointRef};
 use crate::error::CrawlError;
 use crate::fetch::Exchange;
 use crate::frontier::{Job, Pending};
 use crate::journal::{self, Event, Journal};
 use crate::skip::{SkipLog, SkipReason};
+use crate::template::{self, Lineage};
+use crate::traps::TrapRules;
 use crate::warc::WarcWriter;
 
 /// Sizing of the done-set filter.
@@ -79,6 +81,9 @@ pub(crate) struct CrawlState {
     pending: Pending,
     host_admitted: HashMap<String, u64>,
     host_budget: u64,
+    /// URLs admitted per template budget key (`crate::template`).
+    template_admitted: HashMap<String, u64>,
+    template_budget: u64,
     generation: u64,
     journal: Journal,
     warc: Option<WarcWriter>,
@@ -95,36 +100,42 @@ impl CrawlState {
     pub(crate) fn open(
         dir: &Path,
         size: FilterSize,
-        host_budget: u64,
+        traps: &TrapRules,
         warc: bool,
         software: &str,
     ) -> Result<(Self, Resumed), CrawlError> {
         let mut resumed = Resumed::default();
-        let mut similar = None;
-        let (mut seen, mut pending, mut host_admitted, generation, mut warc_len, mut pages_done) =
-            match checkpoint::read(dir)? {
-                Some(c) => {
-                    resumed.from_checkpoint = true;
-                    similar = c.similar;
-                    let mut pending = Pending::default();
-                    c.pending.into_iter().for_each(|j| pending.push(j));
-                    (
-                        c.seen,
-                        pending,
-                        c.host_admitted,
-                        c.generation,
-                        c.warc_len,
-                        c.pages_done,
-                    )
-                }
-                None => {
-                    let seen = BloomFilter::builder()
-                        .expected_items(size.expected_urls)
-                        .false_positive_rate(size.false_positive_rate)
-                        .build()?;
-                    (seen, Pending::default(), HashMap::new(), 0, 0, 0)
-                }
-            };
+        let start = match checkpoint::read(dir)? {
+            Some(c) => {
+                resumed.from_checkpoint = true;
+                c
+            }
+            None => Checkpoint {
+                generation: 0,
+                pages_done: 0,
+                warc_len: 0,
+                pending: Vec::new(),
+                host_admitted: HashMap::new(),
+                template_admitted: HashMap::new(),
+                seen: BloomFilter::builder()
+                    .expected_items(size.expected_urls)
+                    .false_positive_rate(size.false_positive_rate)
+                    .build()?,
+                similar: None,
+            },
+        };
+        let Checkpoint {
+            generation,
+            mut pages_done,
+            mut warc_len,
+            pending: queued,
+            mut host_admitted,
+            mut template_admitted,
+            mut seen,
+            mut similar,
+        } = start;
+        let mut pending = Pending::default();
+        queued.into_iter().for_each(|j| pending.push(j));
         // A crawl resumed with --similar that did not use it before starts its similarity
         // filter from what is journaled; one resumed without --similar drops it.
         if !size.similar {
@@ -144,12 +155,17 @@ impl CrawlState {
         resumed.journal_events = events.len();
         for event in events {
             match event {
-                Event::Admitted(job) => {
+                Event::Admitted(job, lineage) => {
                     seen.insert(&*job.url);
                     if let Some(s) = &mut similar {
                         s.check_and_insert(&job.url);
                     }
                     *host_admitted.entry(host_key(&job.url)).or_default() += 1;
+                    if let Some(lineage) = lineage {
+                        *template_admitted
+                            .entry(template::key(&job.url, lineage))
+                            .or_default() += 1;
+                    }
                     pending.push(job);
                 }
                 Event::Done {
@@ -189,7 +205,9 @@ impl CrawlState {
             similar,
             pending,
             host_admitted,
-            host_budget,
+            host_budget: traps.host_budget,
+            template_admitted,
+            template_budget: traps.template_budget,
             generation,
             journal,
             warc,
@@ -225,8 +243,13 @@ impl CrawlState {
     }
 
     /// Offers `job` to the done set: admitted (and journaled) when new and within its host's
-    /// budget.
-    pub(crate) fn admit(&mut self, job: Job) -> Result<Admission, CrawlError> {
+    /// budget and, when it continues the template of the page it was found on (`lineage`),
+    /// within that template's budget.
+    pub(crate) fn admit(
+        &mut self,
+        job: Job,
+        lineage: Option<Lineage>,
+    ) -> Result<Admission, CrawlError> {
         let digest = self.seen.hash(&*job.url);
         if self.seen.contains_digest(digest) {
             self.stats.duplicate_links += 1;
@@ -237,6 +260,14 @@ impl CrawlState {
         if count >= self.host_budget {
             self.skip(SkipReason::HostBudget, &job.url, "")?;
             return Ok(Admission::Skipped(SkipReason::HostBudget));
+        }
+        let template = lineage.map(|l| template::key(&job.url, l));
+        if let Some(key) = &template
+            && self.template_admitted.get(key).copied().unwrap_or(0) >= self.template_budget
+        {
+            // Not put in the done set: a link from another page may still admit it.
+            self.skip(SkipReason::TemplateBudget, &job.url, key)?;
+            return Ok(Admission::Skipped(SkipReason::TemplateBudget));
         }
         self.seen.check_and_insert_digest(digest);
         if let Some(similar) = &mut self.similar {
@@ -249,7 +280,12 @@ impl CrawlState {
             }
         }
         self.host_admitted.insert(host, count + 1);
-        self.journal.admitted(&job).map_err(self.journal_error())?;
+        if let Some(key) = template {
+            *self.template_admitted.entry(key).or_default() += 1;
+        }
+        self.journal
+            .admitted(&job, lineage)
+            .map_err(self.journal_error())?;
         self.pending.push(job.clone());
         self.stats.admitted += 1;
         Ok(Admission::Admitted(job))
@@ -332,6 +368,7 @@ impl CrawlState {
                 warc_len: self.warc_len,
                 pending: self.pending.iter(),
                 host_admitted: &self.host_admitted,
+                template_admitted: &self.template_admitted,
                 seen: &self.seen,
                 similar: self.similar.as_ref(),
             },
@@ -379,6 +416,17 @@ mod tests {
         }
     }
 
+    fn budgets(host: u64, template: u64) -> TrapRules {
+        TrapRules {
+            max_url_len: 1024,
+            max_slashes: 24,
+            max_segment_repeats: 3,
+            max_depth: 1000,
+            host_budget: host,
+            template_budget: template,
+        }
+    }
+
     const SIZE: FilterSize = FilterSize {
         expected_urls: 1000,
         false_positive_rate: 1e-6,
@@ -388,22 +436,25 @@ mod tests {
     #[test]
     fn admission_is_exact_and_budgeted() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = CrawlState::open(dir.path(), SIZE, 2, false, "t").unwrap();
+        let (mut s, _) = CrawlState::open(dir.path(), SIZE, &budgets(2, 100), false, "t").unwrap();
         assert!(matches!(
-            s.admit(job("http://h/a")).unwrap(),
-            Admission::Admitted(_)
-        ));
-        assert_eq!(s.admit(job("http://h/a")).unwrap(), Admission::Duplicate);
-        assert!(matches!(
-            s.admit(job("http://h/b")).unwrap(),
+            s.admit(job("http://h/a"), None).unwrap(),
             Admission::Admitted(_)
         ));
         assert_eq!(
-            s.admit(job("http://h/c")).unwrap(),
+            s.admit(job("http://h/a"), None).unwrap(),
+            Admission::Duplicate
+        );
+        assert!(matches!(
+            s.admit(job("http://h/b"), None).unwrap(),
+            Admission::Admitted(_)
+        ));
+        assert_eq!(
+            s.admit(job("http://h/c"), None).unwrap(),
             Admission::Skipped(SkipReason::HostBudget)
         );
         assert!(matches!(
-            s.admit(job("http://g/c")).unwrap(),
+            s.admit(job("http://g/c"), None).unwrap(),
             Admission::Admitted(_)
         ));
         assert_eq!(s.pending_len(), 3);
@@ -413,16 +464,18 @@ mod tests {
     fn reopening_replays_checkpoint_and_journal() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let (mut s, _) = CrawlState::open(dir.path(), SIZE, 100, false, "t").unwrap();
-            s.admit(job("http://h/a")).unwrap();
-            s.admit(job("http://h/b")).unwrap();
+            let (mut s, _) =
+                CrawlState::open(dir.path(), SIZE, &budgets(100, 100), false, "t").unwrap();
+            s.admit(job("http://h/a"), None).unwrap();
+            s.admit(job("http://h/b"), None).unwrap();
             s.complete(&job("http://h/a"), None).unwrap();
             s.checkpoint().unwrap();
-            s.admit(job("http://h/c")).unwrap();
+            s.admit(job("http://h/c"), None).unwrap();
             s.complete(&job("http://h/b"), None).unwrap();
             // dropped without a final checkpoint, as after kill -9
         }
-        let (mut s, resumed) = CrawlState::open(dir.path(), SIZE, 100, false, "t").unwrap();
+        let (mut s, resumed) =
+            CrawlState::open(dir.path(), SIZE, &budgets(100, 100), false, "t").unwrap();
         assert!(resumed.from_checkpoint);
         assert_eq!(resumed.journal_events, 2);
         assert_eq!(
@@ -430,7 +483,58 @@ mod tests {
             ["http://h/c"]
         );
         for u in ["http://h/a", "http://h/b", "http://h/c"] {
-            assert_eq!(s.admit(job(u)).unwrap(), Admission::Duplicate, "{u}");
+            assert_eq!(s.admit(job(u), None).unwrap(), Admission::Duplicate, "{u}");
         }
+    }
+
+    #[test]
+    fn template_budgets_count_only_their_lineage_and_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || CrawlState::open(dir.path(), SIZE, &budgets(100, 2), false, "t").unwrap();
+        let month = |m: u32| job(&format!("http://h/cal/2026/{m}"));
+        {
+            let (mut s, _) = open();
+            // Linked from elsewhere: not counted.
+            assert!(matches!(
+                s.admit(month(1), None).unwrap(),
+                Admission::Admitted(_)
+            ));
+            for m in 2..=3 {
+                let a = s.admit(month(m), Some(Lineage::Template)).unwrap();
+                assert!(matches!(a, Admission::Admitted(_)), "{m}");
+            }
+            s.checkpoint().unwrap();
+            assert_eq!(
+                s.admit(month(4), Some(Lineage::Template)).unwrap(),
+                Admission::Skipped(SkipReason::TemplateBudget)
+            );
+            // Another template has its own budget.
+            let other = job("http://h/tree/0/1/");
+            assert!(matches!(
+                s.admit(other, Some(Lineage::Template)).unwrap(),
+                Admission::Admitted(_)
+            ));
+        }
+        let (mut s, _) = open();
+        assert_eq!(
+            s.admit(month(5), Some(Lineage::Template)).unwrap(),
+            Admission::Skipped(SkipReason::TemplateBudget)
+        );
+        // A budget-skipped URL stays out of the done set: linked from elsewhere, it is admitted.
+        assert!(matches!(
+            s.admit(month(4), None).unwrap(),
+            Admission::Admitted(_)
+        ));
+        assert!(matches!(
+            s.admit(job("http://h/tree/0/1/2/"), Some(Lineage::Template))
+                .unwrap(),
+            Admission::Admitted(_)
+        ));
+        assert_eq!(
+            s.admit(job("http://h/tree/0/1/2/0/"), Some(Lineage::Template))
+                .unwrap(),
+            Admission::Skipped(SkipReason::TemplateBudget),
+            "replayed from the journal"
+        );
     }
 }

@@ -27,7 +27,8 @@ pub(crate) struct Summary {
     pub(crate) stats: Stats,
     pub(crate) pages_total: u64,
     pub(crate) pending: usize,
-    pub(crate) skips: Vec<(SkipReason, u64, Vec<String>)>,
+    /// Per reason: distinct URLs, why (with the limit that applied), examples.
+    pub(crate) skips: Vec<(SkipReason, u64, String, Vec<String>)>,
     pub(crate) filter_bits: u64,
     pub(crate) filter_items: u64,
     pub(crate) filter_hashes: u32,
@@ -50,7 +51,7 @@ impl Summary {
             .skips
             .counts()
             .iter()
-            .map(|(r, n)| (*r, *n, state.skips.examples(*r).to_vec()))
+            .map(|(r, n)| (*r, *n, why(*r, config), state.skips.examples(*r).to_vec()))
             .collect();
         let filter = state.filter();
         let (filter_bits, filter_items, filter_hashes, filter_expected) = (
@@ -82,8 +83,64 @@ impl Summary {
     pub(crate) fn skipped(&self, reason: SkipReason) -> u64 {
         self.skips
             .iter()
-            .find(|(r, _, _)| *r == reason)
-            .map_or(0, |(_, n, _)| *n)
+            .find(|(r, ..)| *r == reason)
+            .map_or(0, |(_, n, ..)| *n)
+    }
+}
+
+/// Why URLs were not followed (or fetches failed) for `reason`, with the limit that applied.
+fn why(reason: SkipReason, config: &CrawlConfig) -> String {
+    let t = &config.traps;
+    match reason {
+        SkipReason::OutOfScope => format!("outside the crawl's --scope ({})", config.scope.kind()),
+        SkipReason::UrlTooLong => format!("longer than --max-url-length ({} bytes)", t.max_url_len),
+        SkipReason::TooManySlashes => format!("more '/' than --max-slashes ({})", t.max_slashes),
+        SkipReason::RepeatedSegment => format!(
+            "a path segment repeated more than --max-segment-repeats ({}) times: a looping relative link",
+            t.max_segment_repeats
+        ),
+        SkipReason::TooDeep => format!(
+            "links found more than --max-depth ({}) links from a seed",
+            t.max_depth
+        ),
+        SkipReason::HostBudget => format!("past the host's --host-budget ({} URLs)", t.host_budget),
+        SkipReason::TemplateBudget => format!(
+            "found on a page of their own template once it had --template-budget ({}) such URLs: a calendar, tree or growing query",
+            t.template_budget
+        ),
+        SkipReason::RobotsDisallowed => "disallowed by the host's robots.txt".to_owned(),
+        SkipReason::RobotsUnreachable => {
+            "robots.txt unreachable (5xx, 429, network): RFC 9309 disallows all".to_owned()
+        }
+        SkipReason::TooManyRedirects => {
+            format!(
+                "more redirects than --max-redirects ({})",
+                config.max_redirects
+            )
+        }
+        SkipReason::ContentType => "a content type not in --accept".to_owned(),
+        SkipReason::BodyTooLarge => {
+            format!("body over --max-body ({} bytes)", config.fetch.max_body)
+        }
+        SkipReason::DecodedTooLarge => {
+            format!(
+                "decoded body over --max-decoded ({} bytes)",
+                config.max_decoded
+            )
+        }
+        SkipReason::BadEncoding => "a Content-Encoding that does not decode".to_owned(),
+        SkipReason::Timeout => format!(
+            "no complete answer within --timeout-ms ({} ms)",
+            config.fetch.timeout.as_millis()
+        ),
+        SkipReason::FetchFailed => "connection or protocol failure".to_owned(),
+        SkipReason::BadRedirect => "a redirect without an http(s) Location".to_owned(),
+        SkipReason::BadUrl => "no canonical form".to_owned(),
+        SkipReason::Similar => "similar to earlier URLs (--similar)".to_owned(),
+        SkipReason::ParseLimit => format!(
+            "pages whose parse reached its memory bound (--max-body, {} bytes): later links not followed",
+            config.fetch.max_body
+        ),
     }
 }
 
@@ -150,10 +207,11 @@ impl fmt::Display for Summary {
             writeln!(f, "  skipped          nothing")?;
         } else {
             writeln!(f, "  skipped (distinct URLs, see skipped.tsv):")?;
-            for (reason, n, examples) in &self.skips {
+            for (reason, n, why, examples) in &self.skips {
                 let example = examples.first().map(String::as_str).unwrap_or_default();
                 let example = crate::clip::clip(example, 120);
-                writeln!(f, "    {:<20} {n:>6}  e.g. {example}", reason.name())?;
+                writeln!(f, "    {:<20} {n:>6}  {why}", reason.name())?;
+                writeln!(f, "    {:<20} {:>6}  e.g. {example}", "", "")?;
             }
         }
         if self.warc {

@@ -256,7 +256,7 @@ fn trap_rules_stop_endless_sites_and_say_why() {
         let path = target.split('?').next().unwrap();
         if path == "/" {
             return Reply::html(
-                r#"<a href="/cal/0">c</a><a href="/deep/">d</a><a href="/search?q=a">s</a>"#,
+                r#"<a href="/cal/0">c</a><a href="/deep/">d</a><a href="/search?q=a">s</a><a href="/loop/">l</a>"#,
             );
         }
         if let Some(i) = path.strip_prefix("/cal/") {
@@ -264,7 +264,11 @@ fn trap_rules_stop_endless_sites_and_say_why() {
             return Reply::html(format!("<a href=\"/cal/{}\">next</a>", i + 1));
         }
         if path.starts_with("/deep/") {
-            return Reply::html(r#"<a href="x/">deeper</a>"#);
+            let level = path.matches('/').count();
+            return Reply::html(format!("<a href=\"d{level}/\">deeper</a>"));
+        }
+        if path.starts_with("/loop/") {
+            return Reply::html(r#"<a href="x/">again</a>"#);
         }
         if path == "/search" {
             let q = target.split("q=").nth(1).unwrap_or("a");
@@ -283,16 +287,22 @@ fn trap_rules_stop_endless_sites_and_say_why() {
             "8",
             "--max-url-length",
             "80",
+            "--max-segment-repeats",
+            "2",
         ],
     );
     let hits = site.hits();
     // Depth: / is 0, /cal/0 is 1 ... /cal/5 is 6; /cal/6 would be 7.
     assert_eq!(hits.keys().filter(|k| k.starts_with("/cal/")).count(), 6);
     assert_eq!(skipped_for(&out, "too-deep"), [site.url("/cal/6")]);
-    // http://127.0.0.1:P/deep/x/x/x/x/ has 8 slashes.
+    // http://127.0.0.1:P/deep/d2/d3/d4/d5/ has 8 slashes.
     assert_eq!(
         skipped_for(&out, "too-many-slashes"),
-        [site.url("/deep/x/x/x/x/x/")]
+        [site.url("/deep/d2/d3/d4/d5/d6/")]
+    );
+    assert_eq!(
+        skipped_for(&out, "repeated-segment"),
+        [site.url("/loop/x/x/x/")]
     );
     assert_eq!(skipped_for(&out, "url-too-long").len(), 1);
     assert!(hits.keys().all(|k| site.url(k).len() <= 80));
