@@ -158,7 +158,9 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) keep_tracking: bool,
 
-    /// Keep session parameters such as jsessionid, phpsessid, sid.
+    /// Keep session parameters: jsessionid, phpsessid and the like, and sid or s when their
+    /// value is shaped like a session token (by default removed; a sid that names a story
+    /// is always kept).
     #[arg(long)]
     pub(crate) keep_session: bool,
 
@@ -178,7 +180,7 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) lowercase_path: bool,
 
-    /// Trailing slash policy for paths.
+    /// Trailing slash policy for paths (`keep`: the convention's own rule).
     #[arg(long, value_enum, default_value_t = SlashPolicy::Keep)]
     pub(crate) trailing_slash: SlashPolicy,
 
@@ -221,7 +223,7 @@ pub(crate) enum SimilarPreset {
 }
 
 /// Trailing slash policies.
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum SlashPolicy {
     /// `/docs` and `/docs/` stay different.
     Keep,

@@ -36,8 +36,9 @@ const READ_BUFFER: usize = 1 << 16;
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let sources = sources(&args.files);
     refuse_writing_inputs(&args, &sources)?;
+    refuse_switches_with_a_convention(&args)?;
     let input_bytes = input_size(&sources);
-    let builder = builder(&args, input_bytes);
+    let builder = builder(&args, estimated_lines(&sources));
     let every =
         (args.checkpoint_every > 0.0).then(|| Duration::from_secs_f64(args.checkpoint_every));
     let (mut state, dedup) = match &args.state {
@@ -544,16 +545,37 @@ fn input_size(sources: &[Option<PathBuf>]) -> Option<u64> {
         .sum()
 }
 
-/// The first layer's size when `-n` is not given. A URL line is rarely under 32 bytes, so
-/// input bytes / 64 is about half the lines or fewer; too small costs a layer or two (a cache
-/// miss each for new URLs), too large costs memory for nothing, and the filter grows either
-/// way without losing its rate.
-fn first_layer(input_bytes: Option<u64>) -> u64 {
-    input_bytes.map_or(1_000_000, |b| (b / 64).clamp(16_384, 4_000_000))
+/// Lines in the inputs when every one is a regular file, from the size of each and the
+/// length of the lines in its first 64 KiB.
+fn estimated_lines(sources: &[Option<PathBuf>]) -> Option<u64> {
+    sources
+        .iter()
+        .map(|s| {
+            let path = s.as_deref().unwrap_or(Path::new("/dev/stdin"));
+            let size = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
+            let mut head = Vec::with_capacity(1 << 16);
+            File::open(path)
+                .ok()?
+                .take(1 << 16)
+                .read_to_end(&mut head)
+                .ok()?;
+            let lines = head.iter().filter(|&&b| b == b'\n').count().max(1) as u64;
+            Some(size / (head.len() as u64 / lines).max(1))
+        })
+        .sum()
 }
 
-fn builder(args: &Args, input_bytes: Option<u64>) -> url_dedup::Builder {
-    let expected = args.expected.unwrap_or_else(|| first_layer(input_bytes));
+/// The first layer's size when `-n` is not given: a quarter of the lines, so a list with the
+/// usual share of repeats fits in one or two layers, within bounds. Too small costs a layer
+/// or two (and a cache miss each for a new URL), too large costs memory for nothing (a filter
+/// sized for all the lines of a list that repeats itself ten times is ten times too big); the
+/// filter grows either way without losing its rate, to at most about twice what it holds.
+fn first_layer(lines: Option<u64>) -> u64 {
+    lines.map_or(1_000_000, |n| (n / 4).clamp(65_536, 4_000_000))
+}
+
+fn builder(args: &Args, lines: Option<u64>) -> url_dedup::Builder {
+    let expected = args.expected.unwrap_or_else(|| first_layer(lines));
     let mut b = UrlDedup::builder()
         .expected_urls(expected)
         .false_positive_rate(args.fpr);
@@ -580,28 +602,68 @@ fn builder(args: &Args, input_bytes: Option<u64>) -> url_dedup::Builder {
     b
 }
 
+/// The named conventions reproduce other projects exactly: a switch would make them
+/// something else.
+fn refuse_switches_with_a_convention(args: &Args) -> Result<(), Failure> {
+    use url_dedup::canon::Convention;
+    if matches!(args.policy, Convention::Crawler | Convention::Rfc3986) {
+        return Ok(());
+    }
+    let switched = args.keep_fragment
+        || args.keep_query_order
+        || args.keep_empty_query
+        || args.keep_tracking
+        || args.keep_session
+        || !args.strip_params.is_empty()
+        || args.fold_www
+        || args.fold_scheme
+        || args.lowercase_path
+        || args.trailing_slash != SlashPolicy::Keep;
+    if switched {
+        return Err(Failure::Usage(format!(
+            "--policy {} reproduces that project's rules exactly and takes no              canonicalization switch",
+            args.policy
+        )));
+    }
+    Ok(())
+}
+
+/// The convention's policy with the switches given on the command line; a switch not given
+/// leaves the convention's own rule alone (RFC 3986 keeps tracking parameters, say).
 fn policy(args: &Args) -> Policy {
     let mut p = args.policy.policy();
-    p.remove_fragment = !args.keep_fragment;
-    p.sort_query = !args.keep_query_order;
-    p.drop_empty_query = !args.keep_empty_query;
-    p.remove_tracking_params = !args.keep_tracking || !args.strip_params.is_empty();
+    p.max_len = args.max_len;
+    if args.keep_fragment {
+        p.remove_fragment = false;
+    }
+    if args.keep_query_order {
+        p.sort_query = false;
+    }
+    if args.keep_empty_query {
+        p.drop_empty_query = false;
+    }
     if args.keep_tracking {
         p.tracking_params = url_dedup::canon::ParamList::new(Vec::<String>::new());
     }
-    for name in &args.strip_params {
-        p.tracking_params.push(name);
+    if !args.strip_params.is_empty() {
+        p.remove_tracking_params = true;
+        for name in &args.strip_params {
+            p.tracking_params.push(name);
+        }
+    } else if args.keep_tracking {
+        p.remove_tracking_params = false;
     }
-    p.remove_session_params = !args.keep_session;
-    p.fold_www = args.fold_www;
-    p.fold_scheme = args.fold_scheme;
-    p.lowercase_path = args.lowercase_path;
-    p.trailing_slash = match args.trailing_slash {
-        SlashPolicy::Keep => TrailingSlash::Keep,
-        SlashPolicy::Remove => TrailingSlash::Remove,
-        SlashPolicy::Add => TrailingSlash::AddToDirectories,
-    };
-    p.max_len = args.max_len;
+    if args.keep_session {
+        p.remove_session_params = false;
+    }
+    p.fold_www |= args.fold_www;
+    p.fold_scheme |= args.fold_scheme;
+    p.lowercase_path |= args.lowercase_path;
+    match args.trailing_slash {
+        SlashPolicy::Keep => {}
+        SlashPolicy::Remove => p.trailing_slash = TrailingSlash::Remove,
+        SlashPolicy::Add => p.trailing_slash = TrailingSlash::AddToDirectories,
+    }
     p
 }
 
@@ -758,8 +820,17 @@ mod tests {
     #[test]
     fn the_first_layer_follows_the_input_within_bounds() {
         assert_eq!(first_layer(None), 1_000_000);
-        assert_eq!(first_layer(Some(1_000)), 16_384);
-        assert_eq!(first_layer(Some(64_000_000)), 1_000_000);
+        assert_eq!(first_layer(Some(1_000)), 65_536);
+        assert_eq!(first_layer(Some(8_000_000)), 2_000_000);
         assert_eq!(first_layer(Some(u64::MAX)), 4_000_000);
+    }
+
+    #[test]
+    fn lines_are_estimated_from_the_first_of_each_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, "https://a.example/0123456789\n".repeat(10_000)).unwrap();
+        std::fs::write(&b, "https://b.example/\n".repeat(3)).unwrap();
+        assert_eq!(estimated_lines(&[Some(a), Some(b)]), Some(10_003));
     }
 }

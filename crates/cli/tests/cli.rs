@@ -541,3 +541,39 @@ fn a_closed_output_stops_the_run_and_saves_no_state() {
     let journal = dir.path().join("seen.udd.journal");
     assert_eq!(fs::metadata(&journal).unwrap().len(), 0);
 }
+
+#[test]
+fn named_conventions_and_surt_keys() {
+    let out = url_dedup()
+        .arg("--surt")
+        .write_stdin("https://www.Example.com/a?b=1\nhttps://example.org/\n")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout_lines(&out), ["com,example)/a?b=1", "org,example)/"]);
+    // w3lib keeps blank values and their order-independent sort; the crawler policy drops
+    // tracking parameters, w3lib does not.
+    let input = "https://example.com/?utm_source=x&a=1\nhttps://example.com/?a=1\n";
+    let crawler = url_dedup().write_stdin(input).output().unwrap();
+    assert_eq!(stdout_lines(&crawler).len(), 1);
+    let w3lib = url_dedup()
+        .args(["--policy", "w3lib"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(stdout_lines(&w3lib).len(), 2);
+    // A convention reproduces its project exactly: no switch may change it.
+    let out = url_dedup()
+        .args(["--policy", "w3lib", "--keep-session"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = url_dedup()
+        .args(["--policy", "nonsense"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("safe-browsing"));
+}

@@ -448,12 +448,17 @@ impl MemoryStore {
         })
     }
 
-    /// Asks for a segment's first cache line, so that a later access does not wait for
-    /// memory.
+    /// Asks for a segment's cache lines, so that a later access does not wait for memory:
+    /// the first line of a one-line segment, every line of a segment of up to eight lines
+    /// (the low rates a growing filter reaches use them, and their bits fall on every line),
+    /// the first eight of a larger one.
     #[inline]
     pub(crate) fn prefetch(&self, segment: u64) {
-        if let Some(word) = self.segment(segment).first() {
-            arch::prefetch(word);
+        let words = self.segment(segment);
+        for line in words.chunks(8).take(8) {
+            if let Some(word) = line.first() {
+                arch::prefetch(word);
+            }
         }
     }
 

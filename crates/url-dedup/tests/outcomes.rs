@@ -62,12 +62,12 @@ fn similar_urls_are_folded_and_explained() {
         .build()
         .unwrap();
     assert!(
-        d.check_and_insert("https://shop.example/list?sort=price&view=grid")
+        d.check_and_insert("https://shop.example/list?sort=price&order=asc")
             .unwrap()
             .is_new()
     );
     let Outcome::Similar(why) = d
-        .check_and_insert("https://shop.example/list?sort=name&view=list")
+        .check_and_insert("https://shop.example/list?sort=name&order=desc")
         .unwrap()
     else {
         panic!("expected similar");
@@ -75,7 +75,7 @@ fn similar_urls_are_folded_and_explained() {
     assert!(why.features().count() > 0);
     // Recorded as seen: the same URL again is an exact duplicate now.
     assert_eq!(
-        d.check_and_insert("https://shop.example/list?sort=name&view=list")
+        d.check_and_insert("https://shop.example/list?sort=name&order=desc")
             .unwrap(),
         Outcome::Duplicate
     );
