@@ -74,9 +74,12 @@ impl Shared {
         self.request_stop();
     }
 
-    pub(crate) fn count_nofollow(&self, n: u64) {
-        if n > 0 {
-            self.state().stats.nofollow += n;
+    /// Counts the links of a page left out for `nofollow` or for being no web URL.
+    pub(crate) fn count_unfollowed(&self, nofollow: u64, not_web: u64) {
+        if nofollow + not_web > 0 {
+            let mut state = self.state();
+            state.stats.nofollow += nofollow;
+            state.stats.not_web += not_web;
         }
     }
 
@@ -310,6 +313,8 @@ fn refresh_from(shared: Weak<Shared>) -> Refresh {
             (&c.fetched, s.fetched),
             (&c.queued, s.admitted),
             (&c.duplicates, s.duplicate_links),
+            (&c.nofollow, s.nofollow),
+            (&c.not_web, s.not_web),
             (&c.bytes, s.wire_bytes),
         ] {
             counter.store(value, Ordering::Relaxed);

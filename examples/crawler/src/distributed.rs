@@ -263,6 +263,8 @@ fn summary(node: &Node) -> HashMap<&'static str, serde_json::Value> {
         ("not_modified", load(&c.not_modified)),
         ("queued", load(&c.queued)),
         ("duplicates", load(&c.duplicates)),
+        ("nofollow", load(&c.nofollow)),
+        ("not_web", load(&c.not_web)),
         ("traps", load(&c.traps)),
         ("skipped", load(&c.skipped)),
         ("errors", load(&c.errors)),
@@ -703,6 +705,8 @@ impl Node {
                     let response = Response::new(&url, &ct, &body);
                     if let Some(kernel) = self.kernels.for_response(&response) {
                         let harvest = kernel.read(&response, None);
+                        Counters::add(&c.nofollow, harvest.nofollow as u64);
+                        Counters::add(&c.not_web, harvest.not_web as u64);
                         if let Some(cut) = harvest.cut {
                             c.skip(SkipReason::ParseLimit);
                             self.monitor

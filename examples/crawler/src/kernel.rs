@@ -38,6 +38,8 @@ pub(crate) struct Harvest {
     pub(crate) follow_feeds: bool,
     /// Links left out on the page's request (`nofollow`).
     pub(crate) nofollow: usize,
+    /// Links that are no http(s) URL (`mailto:`, `javascript:`, unparsable).
+    pub(crate) not_web: usize,
     /// What to store in place of the body (a rewritten page); `None` keeps the body as is.
     pub(crate) stored: Option<Vec<u8>>,
     /// Whether the response is content to store at all (a page), or only a list of links.
@@ -84,6 +86,7 @@ impl Kernel for HtmlKernel {
                 follow: found.links,
                 follow_feeds: false,
                 nofollow: found.nofollow,
+                not_web: found.not_web,
                 stored: found.rewritten,
                 is_content: true,
                 cut: found.cut,

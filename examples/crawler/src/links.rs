@@ -40,6 +40,8 @@ pub(crate) struct Extracted {
     pub(crate) links: Vec<Url>,
     /// Links left out because of `nofollow`.
     pub(crate) nofollow: usize,
+    /// Links that are no http(s) URL (`mailto:`, `javascript:`, `tel:`, unparsable).
+    pub(crate) not_web: usize,
     /// The rewritten page, when rewriting was asked for (and fit its bound).
     pub(crate) rewritten: Option<Vec<u8>>,
     /// What the memory budget cut, if anything.
@@ -50,6 +52,7 @@ struct Pass {
     base: Option<Url>,
     links: Links,
     nofollow: usize,
+    not_web: usize,
     page_nofollow: bool,
 }
 
@@ -63,6 +66,7 @@ pub(crate) fn extract(
         base: None,
         links: opts.budget.links(),
         nofollow: 0,
+        not_web: 0,
         page_nofollow: false,
     });
     let rewriting = opts.rewrite.is_some();
@@ -84,10 +88,13 @@ pub(crate) fn extract(
         };
         let mut p = pass.borrow_mut();
         let resolved = p.base.as_ref().unwrap_or(page).join(raw.trim());
-        let Ok(target) = resolved else { return Ok(()) };
-        if !matches!(target.scheme(), "http" | "https") {
+        let Some(target) = resolved
+            .ok()
+            .filter(|t| matches!(t.scheme(), "http" | "https"))
+        else {
+            p.not_web += 1;
             return Ok(());
-        }
+        };
         let nofollow = opts.respect_nofollow
             && el.get_attribute("rel").is_some_and(|rel| {
                 rel.split_ascii_whitespace()
@@ -175,6 +182,7 @@ pub(crate) fn extract(
     Ok(Extracted {
         links: p.links.kept,
         nofollow: p.nofollow,
+        not_web: p.not_web,
         rewritten: (rewriting && !rewrite_dropped).then_some(output),
         cut: cut.into_option(),
     })

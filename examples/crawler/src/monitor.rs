@@ -32,6 +32,10 @@ pub(crate) struct Counters {
     pub(crate) queued: AtomicU64,
     /// Links the shared filter had already seen.
     pub(crate) duplicates: AtomicU64,
+    /// Links left out for `nofollow`.
+    pub(crate) nofollow: AtomicU64,
+    /// Links that are no http(s) URL (`mailto:`, `javascript:`, unparsable).
+    pub(crate) not_web: AtomicU64,
     /// Links refused by the trap rules (length, slashes, depth).
     pub(crate) traps: AtomicU64,
     /// Links out of scope, URLs refused by robots.txt, unusable redirects.
@@ -197,6 +201,8 @@ struct Status {
     not_modified: u64,
     queued: u64,
     duplicates: u64,
+    nofollow: u64,
+    not_web: u64,
     traps: u64,
     skipped: u64,
     errors: u64,
@@ -242,6 +248,8 @@ impl Monitor {
             not_modified: load(&c.not_modified),
             queued: load(&c.queued),
             duplicates: load(&c.duplicates),
+            nofollow: load(&c.nofollow),
+            not_web: load(&c.not_web),
             traps: load(&c.traps),
             skipped: load(&c.skipped),
             errors: load(&c.errors),
@@ -332,6 +340,8 @@ async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
         ("not modified (304)", s.not_modified.to_string()),
         ("queued", s.queued.to_string()),
         ("duplicates avoided", s.duplicates.to_string()),
+        ("nofollow links", s.nofollow.to_string()),
+        ("links to no web URL", s.not_web.to_string()),
         ("traps skipped", s.traps.to_string()),
         ("other skips", s.skipped.to_string()),
         ("errors", s.errors.to_string()),

@@ -153,7 +153,7 @@ fn read_page(
         .mirror
         .then_some(&local as &dyn Fn(&Url) -> Option<String>);
     let harvest = kernel.read(&response, rewrite);
-    shared.count_nofollow(harvest.nofollow as u64);
+    shared.count_unfollowed(harvest.nofollow as u64, harvest.not_web as u64);
     push_links(
         candidates,
         harvest.follow,

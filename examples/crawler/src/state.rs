@@ -49,6 +49,8 @@ pub(crate) struct Stats {
     /// Pages whose decoded body equals an earlier page's.
     pub(crate) identical_bodies: u64,
     pub(crate) nofollow: u64,
+    /// Links that are no http(s) URL (`mailto:`, `javascript:`, unparsable).
+    pub(crate) not_web: u64,
     /// Compressed responses decoded.
     pub(crate) decoded: u64,
     /// Page URLs found in sitemaps.

@@ -203,6 +203,11 @@ impl fmt::Display for Summary {
         writeln!(f, "  decompressed     {} responses", s.decoded)?;
         writeln!(f, "  sitemaps         {} page URLs listed", s.sitemap_urls)?;
         writeln!(f, "  nofollow         {} links not followed", s.nofollow)?;
+        writeln!(
+            f,
+            "  not web links    {} links not followed: no http(s) URL (mailto:, javascript:, ...)",
+            s.not_web
+        )?;
         if self.skips.is_empty() {
             writeln!(f, "  skipped          nothing")?;
         } else {

@@ -487,7 +487,7 @@ fn only_accepted_content_types_and_only_html_is_parsed() {
         _ => Reply::not_found(),
     });
     let (_tmp, out) = temp_out();
-    crawl(
+    let output = crawl(
         &out,
         &site.url("/"),
         &[
@@ -500,6 +500,9 @@ fn only_accepted_content_types_and_only_html_is_parsed() {
         ],
     );
     assert_eq!(skipped_for(&out, "content-type"), [site.url("/doc.pdf")]);
+    // mailto: and ftp: links are counted as not followed, not dropped silently.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("not web links    2 links"), "{stdout}");
     for p in ["/from-pdf", "/from-png", "/from-text"] {
         assert_eq!(site.hit(p), 0, "{p} is not a link in HTML");
     }
