@@ -57,6 +57,11 @@ pub enum Error {
         /// The epoch the migration or transfer names.
         found: u64,
     },
+    /// The table is at the last epoch, `u64::MAX`, and can change no more: the epoch would
+    /// wrap to 0, where stale migrations and shard transfers would pass for current ones. Only
+    /// a table restored from a forged or damaged snapshot gets here; it still routes.
+    #[error("the table is at epoch {0}, the last one: it cannot change any more")]
+    EpochExhausted(u64),
     /// A migration does not describe the difference between two tables, or a transfer does not
     /// match a shard the receiver waits for.
     #[error("migration does not match the tables: {0}")]

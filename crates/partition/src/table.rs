@@ -380,7 +380,8 @@ impl<H: ItemHasher> PartitionTable<H> {
     /// # Errors
     ///
     /// [`Error::UnknownNode`] if `node` is not a member, [`Error::LastNode`] if it is the only
-    /// one. The table is unchanged on error.
+    /// one, [`Error::EpochExhausted`] if the table is at epoch `u64::MAX`. The table is
+    /// unchanged on error.
     ///
     /// # Examples
     ///
@@ -403,8 +404,7 @@ impl<H: ItemHasher> PartitionTable<H> {
             return Err(Error::LastNode(node));
         }
         let moves = document::leave(&self.owners, &self.member_ids(), node);
-        let migration = self.commit(&moves, &[], &[node]);
-        Ok(migration)
+        self.commit(&moves, &[], &[node])
     }
 
     /// A node joins: document 000, steps 26–33. It takes `floor(N / M)` virtual nodes, one at a
@@ -414,7 +414,8 @@ impl<H: ItemHasher> PartitionTable<H> {
     /// # Errors
     ///
     /// [`Error::DuplicateNode`] if `node` is already a member, [`Error::TooManyNodes`] if the
-    /// table would have more real nodes than virtual nodes. The table is unchanged on error.
+    /// table would have more real nodes than virtual nodes, [`Error::EpochExhausted`] if the
+    /// table is at epoch `u64::MAX`. The table is unchanged on error.
     ///
     /// # Examples
     ///
@@ -438,7 +439,7 @@ impl<H: ItemHasher> PartitionTable<H> {
             });
         }
         let moves = document::join(&self.owners, &self.member_ids(), node);
-        Ok(self.commit(&moves, &[(node, 1)], &[]))
+        self.commit(&moves, &[(node, 1)], &[])
     }
 
     /// Applies a batch of membership changes as one migration, with the planner: weighted
@@ -453,8 +454,9 @@ impl<H: ItemHasher> PartitionTable<H> {
     /// # Errors
     ///
     /// [`Error::UnknownNode`], [`Error::DuplicateNode`], [`Error::ZeroWeight`],
-    /// [`Error::LastNode`] (the batch removes everyone) or [`Error::TooManyNodes`]. The table
-    /// is unchanged on error.
+    /// [`Error::LastNode`] (the batch removes everyone), [`Error::TooManyNodes`] or
+    /// [`Error::EpochExhausted`] (the table is at epoch `u64::MAX`). The table is unchanged on
+    /// error.
     ///
     /// # Examples
     ///
@@ -525,11 +527,22 @@ impl<H: ItemHasher> PartitionTable<H> {
             .filter(|id| !after.contains_key(id))
             .copied()
             .collect();
-        Ok(self.commit(&moves, &joined, &left))
+        self.commit(&moves, &joined, &left)
     }
 
     /// Adds or reweights `joined`, applies `moves`, removes `left`, bumps the epoch.
-    fn commit(&mut self, moves: &[Move], joined: &[(NodeId, u32)], left: &[NodeId]) -> Migration {
+    ///
+    /// The epoch is checked before anything changes, so a refused change leaves the table as
+    /// it was. It never wraps: a table back at epoch 0 would accept a stale migration or shard
+    /// transfer as current.
+    fn commit(
+        &mut self,
+        moves: &[Move],
+        joined: &[(NodeId, u32)],
+        left: &[NodeId],
+    ) -> Result<Migration, Error> {
+        let from = self.epoch;
+        let to = from.checked_add(1).ok_or(Error::EpochExhausted(from))?;
         for &(id, weight) in joined {
             match self.member(id) {
                 Some(i) => self.members[i].weight = weight,
@@ -552,9 +565,8 @@ impl<H: ItemHasher> PartitionTable<H> {
         }
         self.members.retain(|m| !left.contains(&m.id));
         self.recount();
-        let from = self.epoch;
-        self.epoch += 1;
-        Migration::new(from, self.epoch, moves.to_vec())
+        self.epoch = to;
+        Ok(Migration::new(from, to, moves.to_vec()))
     }
 
     /// Index of a member in `members`.

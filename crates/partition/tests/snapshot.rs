@@ -1,7 +1,7 @@
 //! Table snapshots and serde: round trips, and damaged input rejected with an error.
 
-use url_dedup_bloom::hash::{HashKey, Xxh3};
-use url_dedup_bloom::snapshot::{self, Kind, Params, SnapshotError};
+use url_dedup_bloom::hash::{HashAlgorithm, HashKey, Xxh3};
+use url_dedup_bloom::snapshot::{self, Kind, Limits, Params, SnapshotError};
 use url_dedup_partition::{Change, Error, NodeId, PartitionTable, RouteKey};
 
 fn sample() -> PartitionTable {
@@ -172,4 +172,70 @@ fn serde_validates() {
     let xxh: Result<PartitionTable<Xxh3>, _> =
         postcard::from_bytes(&postcard::to_allocvec(&t).unwrap());
     assert!(xxh.is_err());
+}
+
+/// A table read at the next-to-last epoch takes one more change, then refuses every change
+/// with an error and stays as it was: the epoch never wraps back to 0 (where a stale migration
+/// could pass for a new one) and never panics.
+#[test]
+fn last_epoch_refuses_changes() {
+    let built = PartitionTable::builder()
+        .virtual_nodes(16)
+        .key(HashKey::from_bytes([4; 16]))
+        .nodes((1..=3).map(NodeId))
+        .build()
+        .unwrap();
+    // The built table's own payload, behind a header that names another epoch.
+    let body = built.to_bytes();
+    let mut input = &body[..];
+    let header =
+        snapshot::read_header(&mut input, Kind::PARTITION_TABLE, Limits::default()).unwrap();
+    let words = header.read_payload(&mut input).unwrap();
+    let mut p = Params::new();
+    p.put_u32(16)
+        .put_u64(u64::MAX - 1)
+        .put_u16(0) // RouteKey::Url
+        .put_u16(HashAlgorithm::SIPHASH13.0)
+        .put_bytes(&[4; 16])
+        .put_u32(3);
+    let mut out = Vec::new();
+    snapshot::write(
+        &mut out,
+        Kind::PARTITION_TABLE,
+        p.as_bytes(),
+        words.len() as u64,
+        words.into_iter(),
+    )
+    .unwrap();
+    let mut table = PartitionTable::<url_dedup_bloom::SipHash13>::from_bytes(&out).unwrap();
+    assert_eq!(table.epoch(), u64::MAX - 1);
+
+    let last = table.join(NodeId(4)).unwrap();
+    assert_eq!(
+        (last.from_epoch(), last.to_epoch()),
+        (u64::MAX - 1, u64::MAX)
+    );
+    let before = table.clone();
+    assert!(matches!(
+        table.join(NodeId(5)),
+        Err(Error::EpochExhausted(u64::MAX))
+    ));
+    assert!(matches!(
+        table.leave(NodeId(1)),
+        Err(Error::EpochExhausted(u64::MAX))
+    ));
+    assert!(matches!(
+        table.apply([Change::reweight(NodeId(2), 2)]),
+        Err(Error::EpochExhausted(u64::MAX))
+    ));
+    assert_eq!(table, before);
+    // It still routes, and its snapshot still reads.
+    assert_eq!(
+        table.route("https://example.com/"),
+        before.route("https://example.com/")
+    );
+    assert_eq!(
+        PartitionTable::from_bytes(&table.to_bytes()).unwrap(),
+        table
+    );
 }
