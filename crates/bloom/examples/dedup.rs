@@ -1,4 +1,7 @@
-//! Deduplicates a list of URLs with a classic Bloom filter and reports the filter's figures.
+//! Runs a list of URLs through a classic Bloom filter at 1% and prints statistics, not the
+//! URLs: input URLs, distinct URLs (counted exactly), URLs the filter kept, distinct URLs lost
+//! to false positives, the filter's size, hashes, bits per URL and memory, its estimated item
+//! count and fill ratio, and the throughput.
 //!
 //! ```text
 //! cargo run --release -p url-dedup-bloom --example dedup            # built-in sample crawl
@@ -6,7 +9,8 @@
 //! ```
 //!
 //! Without a file it generates a sample crawl (one million URLs, a third of them repeats) so it
-//! runs anywhere, with no network.
+//! runs anywhere, with no network. To write the deduplicated list itself, use the `url-dedup`
+//! command (`cargo run --release -p url-dedup-cli -- urls.txt > unique.txt`).
 
 use std::io::{BufRead, BufReader};
 use std::time::Instant;
