@@ -1,6 +1,8 @@
 //! Virtual-node partitioning of URLs across crawler nodes, with rebalancing that moves the
-//! least possible and filter shards that travel with their virtual nodes (document 000,
-//! CN102663058B).
+//! least possible and filter shards that travel with their virtual nodes ([document
+//! 000][source], patent CN102663058B).
+//!
+//! [source]: https://github.com/url-dedup/url-dedup/blob/main/docs/sources.md#document-000
 //!
 //! A crawl cluster must agree on which node deduplicates (and crawls) each URL, and must keep
 //! agreeing while nodes join and leave, without forgetting a single URL. This crate cuts the key
@@ -50,7 +52,8 @@
 //! * **Routing is a mask.** N is a power of two; the virtual node is the low `log2 N` bits of
 //!   the keyed 64-bit hash `h1`, the owner a 4-byte entry of a 64 KiB array (N = 16384). From a
 //!   precomputed hash a lookup costs 1–1.6 ns, an order of magnitude less than jump
-//!   consistent hashing, hash rings and rendezvous hashing (see `docs/benchmarks.md`).
+//!   consistent hashing, hash rings and rendezvous hashing (see
+//!   [`docs/benchmarks.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/benchmarks.md)).
 //! * **Keyed hashing**: the table's SipHash-1-3 key is the cluster's secret, so nobody can
 //!   craft URLs that all land on one node.
 //! * **"average = N/M" is `floor(N / M)`** (integer division): the smallest share that keeps

@@ -40,13 +40,16 @@ pub(crate) struct Member {
 }
 
 /// Maps every key to one of N virtual nodes, and every virtual node to the real node that owns
-/// it (document 000).
+/// it ([document 000][source]).
+///
+/// [source]: https://github.com/url-dedup/url-dedup/blob/main/docs/sources.md#document-000
 ///
 /// * **Routing** is one keyed hash and one array read: the low `log2 N` bits of the hash pick
 ///   the virtual node (N is a power of two, so this is a mask), and a 4-byte entry per virtual
 ///   node names its owner. With N = 16384 the routing array is 64 KiB and stays in cache. (A
 ///   2-byte index into a member list halves that but adds a dependent load; measured, the
-///   single load routes 30–40% faster, see `docs/decisions.md`.)
+///   single load routes 30–40% faster, see
+///   [`docs/decisions.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/decisions.md).)
 /// * **Changes** bump the [`epoch`](Self::epoch) and return a [`Migration`]. [`join`](Self::join)
 ///   and [`leave`](Self::leave) are document 000's algorithms, step for step;
 ///   [`apply`](Self::apply) is the planner that adds weights, batches and rejoin reclaim.
