@@ -102,6 +102,11 @@ pub(crate) struct Args {
     )]
     pub(crate) redis_prefix: String,
 
+    /// How long to keep retrying a Redis that stops answering before the run stops with an
+    /// error (the first connection gives up after at most 3 seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, requires = "redis", value_parser = seconds)]
+    pub(crate) redis_timeout: f64,
+
     /// Print counts per outcome, memory per URL and throughput to stderr at the end.
     #[arg(long)]
     pub(crate) stats: bool,

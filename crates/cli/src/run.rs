@@ -588,7 +588,9 @@ fn builder(args: &Args, lines: Option<u64>) -> url_dedup::Builder {
         b.canonicalization(policy(args))
     };
     if let Some(url) = &args.redis {
-        b = b.redis(url, &args.redis_prefix);
+        b = b.redis(url, &args.redis_prefix).redis_backoff(
+            url_dedup::redis::Backoff::giving_up_after(Duration::from_secs_f64(args.redis_timeout)),
+        );
     }
     if let Some(preset) = args.similar {
         b = b.similarity(match preset {

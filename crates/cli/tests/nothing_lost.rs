@@ -193,7 +193,12 @@ fn a_state_is_refused_under_other_options() {
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("another configuration"), "{err}");
-    assert!(err.contains("canonicalization: none"), "{err}");
+    assert!(
+        err.contains(
+            "canonicalization: recorded none (byte for byte); this run URLs canonicalized"
+        ),
+        "{err}"
+    );
     assert!(err.contains("--force-state"), "{err}");
     let out = url_dedup()
         .arg("--state")

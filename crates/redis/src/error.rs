@@ -77,6 +77,23 @@ pub enum Error {
         /// The caller's value.
         expected: String,
     },
+    /// The shared structure under `prefix` is not the one this client opened: Redis lost its
+    /// data (a restart without persistence, `FLUSHALL`, a failover to a replica that missed
+    /// writes) or someone deleted and re-created it. What it had admitted is gone, so URLs
+    /// admitted before may be admitted again; the client stops rather than carry on as if
+    /// nothing had been seen. Its cache of known bits is emptied.
+    #[error(
+        "the shared {what} at {prefix} was reset: {detail}; what it recorded before is gone, \
+         so URLs seen before may be taken for new ones"
+    )]
+    StoreReset {
+        /// What was reset: "filter" or "frontier".
+        what: &'static str,
+        /// The key prefix or namespace.
+        prefix: String,
+        /// What showed it.
+        detail: String,
+    },
     /// No filter metadata exists at this key.
     #[error("no filter at {key}")]
     NoFilter {

@@ -12,7 +12,11 @@ use crate::error::{Error, Result};
 /// How long and how often a call is retried while Redis is unreachable.
 ///
 /// Delays start at `initial`, double up to `max`, and the call gives up with
-/// [`Error::Unavailable`] once `give_up_after` has passed since its first attempt.
+/// [`Error::Unavailable`] once `give_up_after` has passed since its first attempt. The first
+/// contact with a server (opening a [`Link`] or a shared filter) gives up sooner, after
+/// `first_contact`: a Redis that was never reached is a wrong address or a server that is
+/// not running, and a user should hear of it in seconds, while a Redis that answered before
+/// and stops is more likely restarting, worth the longer wait.
 ///
 /// # Examples
 ///
@@ -33,16 +37,49 @@ pub struct Backoff {
     pub give_up_after: Duration,
     /// How long one command may wait for its reply before the connection counts as broken.
     pub response_timeout: Duration,
+    /// How long opening one TCP connection may take.
+    pub connect_timeout: Duration,
+    /// Total time after which the first contact with a server gives up (at most
+    /// `give_up_after`).
+    pub first_contact: Duration,
 }
 
 impl Default for Backoff {
-    /// 20 ms doubling to 1 s, giving up after 30 s; replies time out after 10 s.
+    /// 20 ms doubling to 1 s, giving up after 30 s (3 s for the first contact); connections
+    /// time out after 1 s, replies after 10 s.
     fn default() -> Self {
         Self {
             initial: Duration::from_millis(20),
             max: Duration::from_secs(1),
             give_up_after: Duration::from_secs(30),
             response_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(1),
+            first_contact: Duration::from_secs(3),
+        }
+    }
+}
+
+impl Backoff {
+    /// A policy that keeps retrying a server that stops answering for `give_up_after` (also
+    /// the cap of the first contact), other settings as the default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use url_dedup_redis::Backoff;
+    ///
+    /// let quick = Backoff::giving_up_after(Duration::from_millis(500));
+    /// assert_eq!(quick.first_contact, Duration::from_millis(500));
+    /// let patient = Backoff::giving_up_after(Duration::from_secs(600));
+    /// assert_eq!(patient.first_contact, Backoff::default().first_contact);
+    /// ```
+    pub fn giving_up_after(give_up_after: Duration) -> Self {
+        let default = Self::default();
+        Self {
+            give_up_after,
+            first_contact: default.first_contact.min(give_up_after),
+            ..default
         }
     }
 }
@@ -132,7 +169,7 @@ impl Link {
             .set_number_of_retries(1)
             .set_min_delay(backoff.initial)
             .set_max_delay(backoff.max)
-            .set_connection_timeout(Some(backoff.initial.max(Duration::from_millis(500))))
+            .set_connection_timeout(Some(backoff.connect_timeout))
             .set_response_timeout(Some(backoff.response_timeout));
         let conn =
             ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(|source| {
@@ -146,7 +183,11 @@ impl Link {
             conn,
             backoff,
         };
-        link.ping().await?;
+        let mut retry = Retry::first_contact(&link.backoff);
+        link.run_with(&mut retry, "connect", |mut c| async move {
+            redis::cmd("PING").query_async::<()>(&mut c).await
+        })
+        .await?;
         Ok(link)
     }
 
@@ -257,12 +298,25 @@ impl Link {
     /// # Ok::<(), url_dedup_redis::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn run<T, F, Fut>(&self, operation: &'static str, mut attempt: F) -> Result<T>
+    pub async fn run<T, F, Fut>(&self, operation: &'static str, attempt: F) -> Result<T>
     where
         F: FnMut(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        let mut retry = Retry::new(&self.backoff);
+        self.run_with(&mut Retry::new(&self.backoff), operation, attempt)
+            .await
+    }
+
+    async fn run_with<T, F, Fut>(
+        &self,
+        retry: &mut Retry<'_>,
+        operation: &'static str,
+        mut attempt: F,
+    ) -> Result<T>
+    where
+        F: FnMut(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
         loop {
             match attempt(self.conn.clone()).await {
                 Ok(value) => return Ok(value),
@@ -280,6 +334,8 @@ pub(crate) struct Retry<'a> {
     start: Instant,
     delay: Duration,
     attempts: u32,
+    /// The time after which the call gives up.
+    budget: Duration,
 }
 
 impl<'a> Retry<'a> {
@@ -289,6 +345,15 @@ impl<'a> Retry<'a> {
             start: Instant::now(),
             delay: backoff.initial,
             attempts: 0,
+            budget: backoff.give_up_after,
+        }
+    }
+
+    /// The policy of a first contact, which gives up after [`Backoff::first_contact`].
+    pub(crate) fn first_contact(backoff: &'a Backoff) -> Self {
+        Self {
+            budget: backoff.first_contact.min(backoff.give_up_after),
+            ..Self::new(backoff)
         }
     }
 
@@ -305,7 +370,7 @@ impl<'a> Retry<'a> {
             return Err(Error::Redis { operation, source });
         }
         let elapsed = self.start.elapsed();
-        if elapsed + self.delay > self.backoff.give_up_after {
+        if elapsed + self.delay > self.budget {
             return Err(Error::Unavailable {
                 operation,
                 attempts: self.attempts,

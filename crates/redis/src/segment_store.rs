@@ -2,8 +2,8 @@
 //! segment and batch.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, RedisError};
 use url_dedup_bloom::hash::{HashAlgorithm, HashKey, ItemHasher};
@@ -19,7 +19,28 @@ use crate::resp::Packed;
 use crate::wire::{Reply, Wire};
 
 /// Format version of the metadata hash; bumped if key names or bit meanings ever change.
-const META_VERSION: u64 = 1;
+/// Version 2 put a header in front of every data key.
+const META_VERSION: u64 = 2;
+/// Bits at the start of every data key before its first segment: the filter's generation
+/// (`i64` at bit 0) and a count of the commands that wrote the key (`i64` at bit 64); the
+/// rest is reserved. Every command on the key reads both in the same atomic `BITFIELD`, so a
+/// key that vanished (a Redis restarted empty, `FLUSHALL`) or went back in time (a failover
+/// to a replica that missed writes) is noticed on the round trip that meets it, at no extra
+/// round trip.
+const HEADER_BITS: u64 = 256;
+/// Bit offset of the generation in a data key's header.
+const GENERATION_AT: u64 = 0;
+/// Bit offset of the write count in a data key's header.
+const WRITES_AT: u64 = 64;
+/// Header values each command reads: generation and write count.
+const HEADER_OPS: usize = 2;
+/// Longest a client answers from its cache of known bits alone before it checks a key's
+/// header again: a reset is noticed within about this long even when every URL is known.
+const VERIFY_EVERY: Duration = Duration::from_secs(1);
+/// How long a batch's token key lives: far longer than any retry of the batch.
+const TOKEN_TTL_MS: u64 = 600_000;
+/// How long a creator may hold the creation lock (it holds it while it sizes the data keys).
+const CREATION_LOCK_MS: u64 = 60_000;
 /// Most `SET u1` operations in one `BITFIELD`: about 50 us of Redis time, so other clients are
 /// never stalled behind a huge batch, and Redis starts on a batch's first commands while the
 /// client still packs the rest. Not more: Redis 7 grows a `BITFIELD`'s operation array by one
@@ -199,12 +220,16 @@ struct Meta {
     algorithm: HashAlgorithm,
     key: HashKey,
     expected_items: u64,
+    /// Random and non-zero, chosen when the filter is created and written into every data
+    /// key's header: a filter re-created under the same prefix has another one.
+    generation: i64,
 }
 
 impl Meta {
     fn fields(&self) -> Vec<(&'static str, String)> {
         vec![
             ("version", META_VERSION.to_string()),
+            ("generation", self.generation.to_string()),
             ("segments", self.layout.segments().to_string()),
             ("segment_bits", self.layout.segment_bits().to_string()),
             ("hashes", self.layout.hashes().to_string()),
@@ -260,13 +285,37 @@ impl Meta {
         if segments_per_key == 0 {
             return Err(corrupt(key, "segments_per_key is 0"));
         }
+        let generation: i64 = get("generation")?
+            .parse()
+            .ok()
+            .filter(|&g| g != 0)
+            .ok_or_else(|| corrupt(key, "metadata generation is not a non-zero number"))?;
         Ok(Self {
             layout,
             segments_per_key,
             algorithm,
             key: HashKey::from_bytes(key_bytes),
             expected_items: num("expected_items")?,
+            generation,
         })
+    }
+
+    /// Number of Redis strings holding segments.
+    fn data_keys(&self) -> u64 {
+        self.layout.segments().div_ceil(self.segments_per_key)
+    }
+
+    /// Segments held by data key `index` (the last one may hold fewer).
+    fn key_segments(&self, index: u64) -> u64 {
+        let per_key = self.segments_per_key;
+        (self.layout.segments() - index * per_key).min(per_key)
+    }
+
+    /// The 32 bytes a data key starts with: generation, no writes yet, reserved zeros.
+    fn header_bytes(&self) -> [u8; (HEADER_BITS / 8) as usize] {
+        let mut header = [0u8; (HEADER_BITS / 8) as usize];
+        header[..8].copy_from_slice(&self.generation.to_be_bytes());
+        header
     }
 
     /// The first field where `self` (ours) and `stored` disagree.
@@ -379,6 +428,13 @@ pub struct RedisSegmentStore {
     known: Option<KnownBits>,
     bits_sent: AtomicU64,
     bits_skipped: AtomicU64,
+    /// Per data key, the highest write count its header has shown this client: a lower one
+    /// later means the key lost writes.
+    writes_seen: Box<[AtomicI64]>,
+    /// When the store was opened; `verified` counts milliseconds from here.
+    opened: Instant,
+    /// When a data key's header was last checked.
+    verified: AtomicU64,
 }
 
 impl std::fmt::Debug for RedisSegmentStore {
@@ -478,15 +534,24 @@ impl RedisSegmentStore {
             .segments_per_key
             .unwrap_or_else(|| default_segments_per_key(layout))
             .clamp(1, layout.segments());
-        let meta = Meta {
+        let wanted = Meta {
             layout,
             segments_per_key,
             algorithm: H::ALGORITHM,
             key,
             expected_items,
+            generation: new_generation(),
         };
-        let store = Self::unopened(url, options, meta)?;
-        store.with_connection("create filter", |_| Ok(()))?;
+        let client = open_client(url)?;
+        let meta_key = options.meta_key();
+        let stored = retry_sync(&options.backoff, true, "create filter", || {
+            let mut conn = connect(&client, &options.backoff)?;
+            create_or_read(&mut conn, &options, &meta_key, &wanted)
+        })?;
+        let stored = Meta::parse(&meta_key, &stored)?;
+        wanted.check_against(&stored)?;
+        let store = Self::unopened(client, options, stored);
+        store.with_connection("open filter", |_| Ok(()))?;
         Ok(store)
     }
 
@@ -549,7 +614,7 @@ impl RedisSegmentStore {
         let client = open_client(url)?;
         let meta_key = options.meta_key();
         let fields: Vec<(String, String)> =
-            retry_sync(&options.backoff, "read filter metadata", || {
+            retry_sync(&options.backoff, true, "read filter metadata", || {
                 let mut conn = connect(&client, &options.backoff)?;
                 redis::cmd("HGETALL").arg(&meta_key).query(&mut conn)
             })?;
@@ -575,13 +640,12 @@ impl RedisSegmentStore {
         }
         let expected = meta.expected_items;
         let hasher = H::from_key(meta.key);
-        let store = Self::unopened(url, options, meta)?;
+        let store = Self::unopened(client, options, meta);
         store.with_connection("open filter", |_| Ok(()))?;
         Ok(SegmentedBloomFilter::with_store(store, hasher, expected))
     }
 
-    fn unopened(url: &str, options: StoreOptions, meta: Meta) -> Result<Self> {
-        let client = open_client(url)?;
+    fn unopened(client: Client, options: StoreOptions, meta: Meta) -> Self {
         let pool = (0..options.connections.max(1))
             .map(|_| Mutex::new(None))
             .collect();
@@ -590,7 +654,8 @@ impl RedisSegmentStore {
             && bits.div_ceil(8) <= options.known_bits_limit)
             .then(|| KnownBits::new(bits))
             .flatten();
-        Ok(Self {
+        let keys = meta.layout.segments().div_ceil(meta.segments_per_key) as usize;
+        Self {
             client,
             meta_key: options.meta_key(),
             options,
@@ -600,7 +665,31 @@ impl RedisSegmentStore {
             known,
             bits_sent: AtomicU64::new(0),
             bits_skipped: AtomicU64::new(0),
-        })
+            writes_seen: (0..keys).map(|_| AtomicI64::new(0)).collect(),
+            opened: Instant::now(),
+            verified: AtomicU64::new(0),
+        }
+    }
+
+    /// The filter's generation: random, chosen when it was created, the same for every
+    /// process that shares it (see [`Error::StoreReset`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("generation example") else { return Ok(()) };
+    /// use url_dedup_bloom::{SipHash13, ItemHasher};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    ///
+    /// let layout = RedisSegmentStore::layout_for(1_000, 0.01)?;
+    /// let a = RedisSegmentStore::create_filter(&server.url(), StoreOptions::new("g"), layout, SipHash13::random(), 1_000)?;
+    /// let b = RedisSegmentStore::join::<SipHash13>(&server.url(), StoreOptions::new("g"))?;
+    /// assert_eq!(a.store().generation(), b.store().generation());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn generation(&self) -> i64 {
+        self.meta.generation
     }
 
     /// The options the store was opened with.
@@ -810,30 +899,30 @@ impl RedisSegmentStore {
         &self.pool[start % n]
     }
 
-    /// New connections with the metadata created or verified, and the data keys created.
+    /// New connections, after checking that the metadata is still the one this store opened:
+    /// missing or of another generation, the filter was reset, and carrying on would admit
+    /// again what it had admitted.
     fn fresh_connection(&self) -> std::result::Result<Live, Failure> {
         let mut admin = connect(&self.client, &self.options.backoff).map_err(Failure::Redis)?;
         let stored: Vec<(String, String)> = redis::cmd("HGETALL")
             .arg(&self.meta_key)
             .query(&mut admin)
             .map_err(Failure::Redis)?;
-        let stored = if stored.is_empty() {
-            self.initialize(&mut admin).map_err(Failure::Redis)?;
-            // Re-read: a process racing us may have written its metadata first, and then
-            // ours must be refused rather than used with the other's bits.
-            redis::cmd("HGETALL")
-                .arg(&self.meta_key)
-                .query(&mut admin)
-                .map_err(Failure::Redis)?
-        } else {
-            stored
-        };
+        if stored.is_empty() {
+            return Err(Failure::Fatal(self.reset("its metadata is gone")));
+        }
         let stored = Meta::parse(&self.meta_key, &stored).map_err(Failure::Fatal)?;
         self.meta.check_against(&stored).map_err(Failure::Fatal)?;
+        if stored.generation != self.meta.generation {
+            return Err(Failure::Fatal(self.reset(&format!(
+                "it was re-created (generation {}, opened as {})",
+                stored.generation, self.meta.generation
+            ))));
+        }
         let backoff = &self.options.backoff;
         let wire = Wire::connect(
             self.client.get_connection_info(),
-            backoff.initial.max(Duration::from_millis(500)),
+            backoff.connect_timeout,
             backoff.response_timeout,
         )
         .map_err(|e| Failure::Redis(e.into()))?;
@@ -846,58 +935,101 @@ impl RedisSegmentStore {
         Ok(Live { admin, wire })
     }
 
-    /// Writes the metadata (if still absent: another process may be racing us) and creates
-    /// every data key at its full size, so Redis allocates each string once and exactly.
-    fn initialize(&self, conn: &mut Connection) -> redis::RedisResult<()> {
-        // All fields in one script: field-by-field HSETNX from two racing creators could
-        // interleave into a metadata record that matches neither.
-        let write_meta = redis::Script::new(
-            "if redis.call('EXISTS', KEYS[1]) == 0 then \
-             redis.call('HSET', KEYS[1], unpack(ARGV)) end return 0",
-        );
-        let mut invocation = write_meta.key(&self.meta_key);
-        for (field, value) in self.meta.fields() {
-            invocation.arg(field).arg(value);
+    /// The error for a filter found reset; empties the cache of known bits, whose bits may
+    /// be gone from Redis.
+    fn reset(&self, detail: &str) -> Error {
+        if let Some(known) = &self.known {
+            known.clear();
         }
-        invocation.invoke::<i64>(conn)?;
-        let stored: Vec<(String, String)> =
-            redis::cmd("HGETALL").arg(&self.meta_key).query(conn)?;
-        if let Ok(stored) = Meta::parse(&self.meta_key, &stored)
-            && self.meta.check_against(&stored).is_err()
-        {
-            // Someone created a different filter at the same moment; the caller reports the
-            // mismatch (see `fresh_connection`) and creates no data keys for it.
-            return Ok(());
+        Error::StoreReset {
+            what: "filter",
+            prefix: self.options.prefix.clone(),
+            detail: detail.to_owned(),
         }
-        // SETRANGE on a missing key allocates exactly `offset + 1` bytes (SETBIT and BITFIELD
-        // grow strings in doubling steps); on an existing key it would overwrite a byte, hence
-        // the EXISTS check inside one atomic script.
-        let create = redis::Script::new(
-            "if redis.call('EXISTS', KEYS[1]) == 0 then \
-             redis.call('SETRANGE', KEYS[1], ARGV[1], '\\0') end return 0",
-        );
-        for index in 0..self.data_keys() {
-            let bytes = self.key_segments(index) * self.meta.layout.segment_bytes();
-            create
-                .key(self.options.data_key(index))
-                .arg(bytes - 1)
-                .invoke::<i64>(conn)?;
+    }
+
+    /// The write count of data key `key` that a command sent from now on must find at least:
+    /// the highest one this store has seen answered. Read before the command is sent, since
+    /// answers on other connections may arrive out of their order of execution.
+    fn writes_floor(&self, key: u64) -> i64 {
+        self.writes_seen
+            .get(key as usize)
+            .map_or(0, |seen| seen.load(Ordering::Relaxed))
+    }
+
+    /// Checks the header values a batch's commands read (generation and write count, per
+    /// command, in order) against the generation and each command's floor (see
+    /// [`writes_floor`](Self::writes_floor)).
+    fn check_headers(
+        &self,
+        commands: impl Iterator<Item = (u64, i64)>,
+        headers: &[i64],
+    ) -> Result<()> {
+        for ((key, floor), header) in commands.zip(headers.chunks(HEADER_OPS)) {
+            let &[generation, writes] = header else {
+                return Err(corrupt(&self.options.prefix, "short BITFIELD header"));
+            };
+            if generation != self.meta.generation {
+                let detail = if generation == 0 {
+                    format!("data key {} is gone", self.options.data_key(key))
+                } else {
+                    format!(
+                        "data key {} is of another generation",
+                        self.options.data_key(key)
+                    )
+                };
+                return Err(self.reset(&detail));
+            }
+            if writes < floor {
+                return Err(self.reset(&format!(
+                    "data key {} went back from {floor} writes to {writes} \
+                     (a failover to a replica that missed writes?)",
+                    self.options.data_key(key)
+                )));
+            }
+            if let Some(seen) = self.writes_seen.get(key as usize) {
+                seen.fetch_max(writes, Ordering::Relaxed);
+            }
         }
+        self.verified
+            .store(self.opened.elapsed().as_millis() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Reads data key `key`'s header alone: its generation and write count.
+    fn read_header(&self, key: u64) -> Result<(i64, i64)> {
+        let data_key = self.options.data_key(key);
+        let values: Vec<Option<i64>> = self.with_connection("check filter", |live| {
+            redis::cmd("BITFIELD_RO")
+                .arg(&data_key)
+                .arg("GET")
+                .arg("i64")
+                .arg(GENERATION_AT)
+                .arg("GET")
+                .arg("i64")
+                .arg(WRITES_AT)
+                .query(&mut live.admin)
+        })?;
+        match values[..] {
+            [generation, writes] => Ok((generation.unwrap_or(0), writes.unwrap_or(0))),
+            _ => Err(corrupt(&data_key, "BITFIELD_RO answered no header")),
+        }
+    }
+
+    /// Whether the store has gone [`VERIFY_EVERY`] without meeting a data key's header.
+    fn verification_due(&self) -> bool {
+        let now = self.opened.elapsed().as_millis() as u64;
+        now.saturating_sub(self.verified.load(Ordering::Relaxed)) >= VERIFY_EVERY.as_millis() as u64
     }
 
     /// Number of Redis strings holding segments.
     fn data_keys(&self) -> u64 {
-        self.meta
-            .layout
-            .segments()
-            .div_ceil(self.meta.segments_per_key)
+        self.meta.data_keys()
     }
 
     /// Segments held by data key `index` (the last one may hold fewer).
     fn key_segments(&self, index: u64) -> u64 {
-        let per_key = self.meta.segments_per_key;
-        (self.meta.layout.segments() - index * per_key).min(per_key)
+        self.meta.key_segments(index)
     }
 
     /// The data key of `segment` and the bit offset where the segment starts in it.
@@ -980,7 +1112,9 @@ impl RedisSegmentStore {
     /// known set (items whose bits are all known are left out), grouped by data key, whole
     /// items of at most [`MAX_OPS_PER_COMMAND`] bits per command. Commands are handed to the
     /// socket in pieces, so Redis works on the first ones while later ones are planned.
-    /// Returns how many commands were sent.
+    /// With a `token` key, the commands run as one transaction that also sets the token (see
+    /// [`bitfield_batch`](Self::bitfield_batch)). Returns how many `BITFIELD`s were sent.
+    #[allow(clippy::too_many_arguments)] // one batch's state, passed rather than stored
     fn plan_and_send(
         &self,
         live: &mut Live,
@@ -988,19 +1122,24 @@ impl RedisSegmentStore {
         probes: &[Probe],
         order: &[usize],
         known: Option<&KnownBits>,
+        token: Option<&str>,
         plan: &mut Plan,
     ) -> redis::RedisResult<usize> {
         let layout = self.meta.layout;
         let per_key = self.meta.segments_per_key;
         let segment_bits = layout.segment_bits();
         plan.commands.clear();
+        plan.floors.clear();
         plan.items.clear();
         plan.offsets.clear();
         plan.skipped = 0;
         plan.packed.clear();
         // The epoch first: bits read after it are no older than it.
         plan.epoch = known.map_or(0, KnownBits::epoch);
-        let mut sent_commands = 0;
+        if token.is_some() {
+            plan.packed.command(1);
+            plan.packed.bulk(b"MULTI");
+        }
         let mut ops = 0;
         for &i in order {
             let probe = probes[i];
@@ -1026,11 +1165,11 @@ impl RedisSegmentStore {
                         self.pack_planned(set, plan, plan.commands.len() - 1);
                         if plan.packed.buf.len() >= SEND_CHUNK {
                             live.wire.send(&plan.packed.buf)?;
-                            sent_commands += plan.packed.commands;
                             plan.packed.clear();
                         }
                     }
                     plan.commands.push((key, 0));
+                    plan.floors.push(self.writes_floor(key));
                     ops = sent;
                 }
             }
@@ -1042,10 +1181,19 @@ impl RedisSegmentStore {
         if !plan.commands.is_empty() {
             self.pack_planned(set, plan, plan.commands.len() - 1);
         }
+        if let Some(token) = token {
+            plan.packed.command(5);
+            plan.packed.bulk(b"SET");
+            plan.packed.bulk(token.as_bytes());
+            plan.packed.bulk(b"1");
+            plan.packed.bulk(b"PX");
+            plan.packed.bulk_u64(TOKEN_TTL_MS);
+            plan.packed.command(1);
+            plan.packed.bulk(b"EXEC");
+        }
         live.wire.send(&plan.packed.buf)?;
-        sent_commands += plan.packed.commands;
         plan.packed.clear();
-        Ok(sent_commands)
+        Ok(plan.commands.len())
     }
 
     /// Appends planned command `c` to `plan.packed`: `BITFIELD key SET u1 <o> 1 ...` (`set`)
@@ -1073,28 +1221,80 @@ impl RedisSegmentStore {
         let k = self.meta.layout.hashes() as usize;
         let mut plan = Plan::default();
         let mut bits = Vec::with_capacity(probes.len() * k);
+        let mut headers = Vec::new();
         let mut attempts = 0;
+        // Whether an attempt whose reply was lost had run.
+        let mut ran = false;
         if let Some(known) = known.filter(|k| self.all_known(k, probes)) {
-            // Nothing to ask: every item is a duplicate, and present.
+            // Nothing to ask: every item is a duplicate, and present. Unless the store has
+            // not met a header for a while: then one key is asked, so that a reset is noticed
+            // even by a client that knows every URL it sees.
             plan.epoch = known.epoch();
             plan.skipped = (probes.len() * k) as u64;
+            if self.verification_due() {
+                let key = self.locate(probes[0].segment).0;
+                let floor = self.writes_floor(key);
+                let (generation, writes) = self.read_header(key)?;
+                self.check_headers(std::iter::once((key, floor)), &[generation, writes])?;
+            }
         } else {
             let order = self.key_order(probes);
             plan.items.reserve(probes.len());
             plan.offsets.reserve(probes.len() * k);
             let operation = if set { "check and insert" } else { "contains" };
+            // A writing batch runs as one transaction that also sets a token key: when its
+            // reply is lost, the retry asks whether the token exists. If not, nothing of the
+            // attempt ran (a connection that broke while idle, a server that restarted
+            // between batches) and the retry's answers are exact; only a batch that did run
+            // has answers no one can know, and [`Uncertain`] decides for it alone.
+            let token = set.then(|| {
+                format!(
+                    "{}:batch:{:016x}",
+                    self.options.prefix,
+                    crate::namespace::random_u64()
+                )
+            });
             self.with_connection(operation, |live| {
                 attempts += 1;
+                if let (Some(token), true, false) = (&token, attempts > 1, ran) {
+                    ran = redis::cmd("EXISTS")
+                        .arg(token)
+                        .query::<bool>(&mut live.admin)?;
+                }
                 // Planned afresh by every attempt: a retry runs on a new connection, which
                 // emptied the cache (bits known from a server that restarted would be wrong).
                 // A failed attempt may have left answers behind.
                 bits.clear();
-                let commands = self.plan_and_send(live, set, probes, &order, known, &mut plan)?;
-                match live.wire.receive_bits(commands, &mut bits)? {
-                    Ok(()) => Ok(()),
-                    Err(message) => Err(server_error(message)),
-                }
+                headers.clear();
+                let commands = self.plan_and_send(
+                    live,
+                    set,
+                    probes,
+                    &order,
+                    known,
+                    token.as_deref(),
+                    &mut plan,
+                )?;
+                let received = if token.is_some() {
+                    live.wire.receive_bitfield_transaction(
+                        commands,
+                        HEADER_OPS,
+                        &mut headers,
+                        &mut bits,
+                    )?
+                } else {
+                    live.wire
+                        .receive_bitfields(commands, HEADER_OPS, &mut headers, &mut bits)?
+                };
+                received.map_err(server_error)
             })?;
+            self.check_headers(
+                plan.commands
+                    .iter()
+                    .map(|&(key, _)| key)
+                    .zip(plan.floors.iter().copied()),
+                &headers,
+            )?;
         }
         if bits.len() != plan.offsets.len() {
             return Err(corrupt(
@@ -1130,7 +1330,7 @@ impl RedisSegmentStore {
         self.bits_sent
             .fetch_add(plan.offsets.len() as u64, Ordering::Relaxed);
         self.bits_skipped.fetch_add(plan.skipped, Ordering::Relaxed);
-        Ok(attempts > 1)
+        Ok(ran)
     }
 
     fn optimistic_check_and_insert(&self, probes: &[Probe], new: &mut [bool]) -> Result<bool> {
@@ -1148,6 +1348,7 @@ impl RedisSegmentStore {
         }
         let mut write = Packed::default();
         let mut uncertain = false;
+        let mut headers = Vec::new();
         for round in 0u32.. {
             if round >= 1_000 {
                 return Err(Error::Contended { attempts: round });
@@ -1155,6 +1356,10 @@ impl RedisSegmentStore {
             // Tries of this round: more than one means a try failed on the wire, possibly
             // after its EXEC ran. A conflict (EXEC answered nil) is a new round, not a failure.
             let mut tries = 0u32;
+            let floors: Vec<i64> = groups
+                .iter()
+                .map(|&(key, _)| self.writes_floor(key))
+                .collect();
             let committed = self.with_connection("optimistic check and insert", |live| {
                 tries += 1;
                 // The WATCH reply is skipped; one reply per BITFIELD_RO follows.
@@ -1165,11 +1370,19 @@ impl RedisSegmentStore {
                 // Bits this batch sets, so a repeat later in the batch is not new again.
                 let mut set_here: std::collections::HashSet<(u64, u64)> = Default::default();
                 let mut any = false;
+                headers.clear();
                 for ((key, members), reply) in groups.iter().zip(replies) {
-                    let bits =
-                        int_array(reply, k * members.len(), &self.options.prefix).map_err(|e| {
-                            RedisError::from((redis::ErrorKind::Parse, "bad reply", e.to_string()))
-                        })?;
+                    let values =
+                        int_array(reply, HEADER_OPS + k * members.len(), &self.options.prefix)
+                            .map_err(|e| {
+                                RedisError::from((
+                                    redis::ErrorKind::Parse,
+                                    "bad reply",
+                                    e.to_string(),
+                                ))
+                            })?;
+                    let (header, bits) = values.split_at(HEADER_OPS);
+                    headers.extend_from_slice(header);
                     let mut fresh_members = Vec::new();
                     for (&i, old) in members.iter().zip(bits.chunks(k)) {
                         let (_, base) = self.locate(probes[i].segment);
@@ -1204,6 +1417,13 @@ impl RedisSegmentStore {
                 Ok(!matches!(exec.first(), Some(Reply::Nil) | None))
             })?;
             uncertain |= tries > 1;
+            self.check_headers(
+                groups
+                    .iter()
+                    .map(|&(key, _)| key)
+                    .zip(floors.iter().copied()),
+                &headers,
+            )?;
             if committed {
                 break;
             }
@@ -1217,6 +1437,8 @@ impl RedisSegmentStore {
 struct Plan {
     /// Per command: its data key and the end of its items in `items`.
     commands: Vec<(u64, usize)>,
+    /// Per command: the write count its key must show (see `writes_floor`).
+    floors: Vec<i64>,
     /// Per item sent, in command order: its probe index and the end of its bits in `offsets`.
     items: Vec<(usize, usize)>,
     /// The bits to send, as offsets inside their data key.
@@ -1332,7 +1554,7 @@ impl RedisSegmentStore {
         let (index, base_bits) = self.span(first, count)?;
         let key = self.options.data_key(index);
         let bytes = (self.meta.layout.segment_bytes() * count).min(MAX_SEGMENT_BYTES);
-        let start = base_bits / 8;
+        let start = (HEADER_BITS + base_bits) / 8;
         let mut data = Vec::with_capacity(bytes as usize);
         while (data.len() as u64) < bytes {
             let from = start + data.len() as u64;
@@ -1368,7 +1590,7 @@ impl RedisSegmentStore {
         // The helper key shares the data key's hash tag, so the transaction stays in one slot.
         let scratch = format!("{key}:merge");
         let bytes = bit_order::words_to_bytes(words);
-        let start = (base_bits / 8) as usize;
+        let start = ((HEADER_BITS + base_bits) / 8) as usize;
         self.with_connection("merge segment", |live| {
             let mut pipe = redis::pipe();
             pipe.atomic();
@@ -1394,8 +1616,10 @@ impl RedisSegmentStore {
     }
 }
 
-/// Appends one `BITFIELD key SET u1 <o> 1 ...` (`set`) or `BITFIELD_RO key GET u1 <o> ...`
-/// command of `ops` operations, one per offset.
+/// Appends one `BITFIELD key ... SET u1 <o> 1 ...` (`set`) or `BITFIELD_RO key ... GET u1 <o>
+/// ...` command of `ops` bit operations, one per offset of a segment's data (the header's size
+/// is added here). Each command first reads the key's header, in the same atomic command: its
+/// generation, and its write count, which a writing command also increments.
 fn pack_bitfield_command(
     packed: &mut Packed,
     set: bool,
@@ -1404,9 +1628,23 @@ fn pack_bitfield_command(
     offsets: impl Iterator<Item = u64>,
 ) {
     let per_op = if set { 4 } else { 3 };
-    packed.command(2 + ops * per_op);
+    let header_args = if set { 3 + 4 } else { 3 + 3 };
+    packed.command(2 + header_args + ops * per_op);
     packed.bulk(if set { b"BITFIELD" } else { b"BITFIELD_RO" });
     packed.bulk(key.as_bytes());
+    packed.bulk(b"GET");
+    packed.bulk(b"i64");
+    packed.bulk_u64(GENERATION_AT);
+    if set {
+        packed.bulk(b"INCRBY");
+        packed.bulk(b"i64");
+        packed.bulk_u64(WRITES_AT);
+        packed.bulk(b"1");
+    } else {
+        packed.bulk(b"GET");
+        packed.bulk(b"i64");
+        packed.bulk_u64(WRITES_AT);
+    }
     // The fixed parts of each operation, pre-encoded.
     let (head, tail): (&[u8], &[u8]) = if set {
         (b"$3\r\nSET\r\n$2\r\nu1\r\n", b"$1\r\n1\r\n")
@@ -1415,7 +1653,7 @@ fn pack_bitfield_command(
     };
     for offset in offsets {
         packed.buf.extend_from_slice(head);
-        packed.bulk_u64(offset);
+        packed.bulk_u64(HEADER_BITS + offset);
         packed.buf.extend_from_slice(tail);
     }
 }
@@ -1428,24 +1666,123 @@ fn default_segments_per_key(layout: Layout) -> u64 {
     (target / layout.segment_bytes()).max(1)
 }
 
+/// A random, non-zero generation.
+fn new_generation() -> i64 {
+    loop {
+        let g = crate::namespace::random_u64() as i64;
+        if g != 0 {
+            return g;
+        }
+    }
+}
+
+/// The metadata of the filter at `meta_key`, creating the filter first if there is none.
+///
+/// Creation holds a lock (`<meta>:creating`, `SET NX` with a deadline) while it writes every
+/// data key (header, then full size, replacing whatever a reset left) and only then the
+/// metadata: whoever sees the metadata finds every key ready, and of two processes creating
+/// the same filter one creates and the other waits and reads what it made.
+fn create_or_read(
+    conn: &mut Connection,
+    options: &StoreOptions,
+    meta_key: &str,
+    wanted: &Meta,
+) -> redis::RedisResult<Vec<(String, String)>> {
+    let lock = format!("{meta_key}:creating");
+    let deadline = Instant::now() + Duration::from_millis(CREATION_LOCK_MS);
+    loop {
+        let stored: Vec<(String, String)> = redis::cmd("HGETALL").arg(meta_key).query(conn)?;
+        if !stored.is_empty() {
+            return Ok(stored);
+        }
+        let token = format!("{:016x}", crate::namespace::random_u64());
+        let locked: Option<String> = redis::cmd("SET")
+            .arg(&lock)
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(CREATION_LOCK_MS)
+            .query(conn)?;
+        if locked.is_none() {
+            if Instant::now() > deadline {
+                return Err(RedisError::from((
+                    redis::ErrorKind::Client,
+                    "another process holds the filter's creation lock",
+                    lock,
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        let result = (|| {
+            let stored: Vec<(String, String)> = redis::cmd("HGETALL").arg(meta_key).query(conn)?;
+            if !stored.is_empty() {
+                return Ok(stored);
+            }
+            let header = wanted.header_bytes();
+            for index in 0..wanted.data_keys() {
+                let key = options.data_key(index);
+                let bytes =
+                    HEADER_BITS / 8 + wanted.key_segments(index) * wanted.layout.segment_bytes();
+                // SETRANGE on a missing key allocates exactly `offset + 1` bytes (SETBIT and
+                // BITFIELD grow strings in doubling steps).
+                redis::pipe()
+                    .atomic()
+                    .cmd("DEL")
+                    .arg(&key)
+                    .ignore()
+                    .cmd("SETRANGE")
+                    .arg(&key)
+                    .arg(bytes - 1)
+                    .arg(&b"\0"[..])
+                    .ignore()
+                    .cmd("SETRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(&header[..])
+                    .ignore()
+                    .query::<()>(conn)?;
+            }
+            let mut hset = redis::cmd("HSET");
+            hset.arg(meta_key);
+            for (field, value) in wanted.fields() {
+                hset.arg(field).arg(value);
+            }
+            hset.query::<()>(conn)?;
+            redis::cmd("HGETALL").arg(meta_key).query(conn)
+        })();
+        let release = redis::Script::new(
+            "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end return 0",
+        );
+        let _ = release.key(&lock).arg(&token).invoke::<i64>(conn);
+        return result;
+    }
+}
+
 fn open_client(url: &str) -> Result<Client> {
     crate::link::client_for(url)
 }
 
 fn connect(client: &Client, backoff: &Backoff) -> redis::RedisResult<Connection> {
-    let conn =
-        client.get_connection_with_timeout(backoff.initial.max(Duration::from_millis(500)))?;
+    let conn = client.get_connection_with_timeout(backoff.connect_timeout)?;
     conn.set_read_timeout(Some(backoff.response_timeout))?;
     conn.set_write_timeout(Some(backoff.response_timeout))?;
     Ok(conn)
 }
 
+/// Runs `f` under the backoff policy; `first_contact` for the calls that open a filter, which
+/// give up sooner (see [`Backoff::first_contact`]).
 fn retry_sync<T>(
     backoff: &Backoff,
+    first_contact: bool,
     operation: &'static str,
     mut f: impl FnMut() -> redis::RedisResult<T>,
 ) -> Result<T> {
-    let mut retry = Retry::new(backoff);
+    let mut retry = if first_contact {
+        Retry::first_contact(backoff)
+    } else {
+        Retry::new(backoff)
+    };
     loop {
         match f() {
             Ok(v) => return Ok(v),

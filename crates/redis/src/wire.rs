@@ -171,39 +171,102 @@ impl Wire {
         Ok(replies)
     }
 
-    /// Reads `count` replies that must each be an array of 0/1 integers (what `BITFIELD`
-    /// answers for `u1` fields) and appends every value to `bits`, without building a reply
-    /// tree. An error reply is returned as `Ok(Err(message))` after the remaining replies
-    /// were read, so the connection stays usable.
-    pub(crate) fn receive_bits(
+    /// Reads `count` `BITFIELD` replies, each an array whose first `header` values are
+    /// integers of any size (appended to `headers`: a key's header fields) and whose others
+    /// are 0 or 1 (appended to `bits`: `u1` fields), without building a reply tree. An error
+    /// reply is returned as `Ok(Err(message))` after the remaining replies were read, so the
+    /// connection stays usable.
+    pub(crate) fn receive_bitfields(
         &mut self,
         count: usize,
+        header: usize,
+        headers: &mut Vec<i64>,
         bits: &mut Vec<u8>,
     ) -> io::Result<Result<(), String>> {
         let mut failure = None;
         for _ in 0..count {
             self.read_line()?;
-            match self.line[0] {
-                b'*' => {
-                    let len = checked_len(parse_int(&self.line[1..])?)?;
-                    for _ in 0..len {
-                        self.read_line()?;
-                        match self.line.as_slice() {
-                            b":0" => bits.push(0),
-                            b":1" => bits.push(1),
-                            _ => return Err(malformed("BITFIELD u1 value is not 0 or 1")),
-                        }
-                    }
-                }
-                b'-' => {
-                    failure.get_or_insert_with(|| {
-                        String::from_utf8_lossy(&self.line[1..]).into_owned()
-                    });
-                }
-                _ => return Err(malformed("BITFIELD did not answer an array")),
-            }
+            self.bitfield_values(header, headers, bits, &mut failure)?;
         }
         Ok(failure.map_or(Ok(()), Err))
+    }
+
+    /// [`receive_bitfields`](Self::receive_bitfields) for `count` `BITFIELD` commands sent
+    /// inside `MULTI` ... `EXEC` with one more command queued after them (the transaction's
+    /// token): reads `+OK`, the `+QUEUED`s, and the `EXEC` array. A transaction Redis refused
+    /// (an error while queueing, `EXEC` answering nil) is `Ok(Err(message))`.
+    pub(crate) fn receive_bitfield_transaction(
+        &mut self,
+        count: usize,
+        header: usize,
+        headers: &mut Vec<i64>,
+        bits: &mut Vec<u8>,
+    ) -> io::Result<Result<(), String>> {
+        let mut failure = None;
+        // MULTI's +OK, then one +QUEUED per command (or an error that aborts the EXEC).
+        for _ in 0..count + 2 {
+            self.read_line()?;
+            if self.line[0] == b'-' {
+                failure
+                    .get_or_insert_with(|| String::from_utf8_lossy(&self.line[1..]).into_owned());
+            }
+        }
+        self.read_line()?;
+        match self.line[0] {
+            b'*' => {
+                let len = parse_int(&self.line[1..])?;
+                if len < 0 {
+                    return Ok(Err("transaction aborted".to_owned()));
+                }
+                if checked_len(len)? != count + 1 {
+                    return Err(malformed("EXEC answered the wrong number of replies"));
+                }
+                for _ in 0..count {
+                    self.read_line()?;
+                    self.bitfield_values(header, headers, bits, &mut failure)?;
+                }
+                self.read_reply()?;
+            }
+            b'-' => {
+                failure
+                    .get_or_insert_with(|| String::from_utf8_lossy(&self.line[1..]).into_owned());
+            }
+            _ => return Err(malformed("EXEC did not answer an array")),
+        }
+        Ok(failure.map_or(Ok(()), Err))
+    }
+
+    /// The values of one `BITFIELD` reply whose first line is in `self.line`.
+    fn bitfield_values(
+        &mut self,
+        header: usize,
+        headers: &mut Vec<i64>,
+        bits: &mut Vec<u8>,
+        failure: &mut Option<String>,
+    ) -> io::Result<()> {
+        match self.line[0] {
+            b'*' => {
+                let len = checked_len(parse_int(&self.line[1..])?)?;
+                if len < header {
+                    return Err(malformed("BITFIELD answered fewer values than asked"));
+                }
+                for i in 0..len {
+                    self.read_line()?;
+                    match (i < header, self.line.as_slice()) {
+                        (true, [b':', value @ ..]) => headers.push(parse_int(value)?),
+                        (false, b":0") => bits.push(0),
+                        (false, b":1") => bits.push(1),
+                        _ => return Err(malformed("BITFIELD value of the wrong kind")),
+                    }
+                }
+            }
+            b'-' => {
+                failure
+                    .get_or_insert_with(|| String::from_utf8_lossy(&self.line[1..]).into_owned());
+            }
+            _ => return Err(malformed("BITFIELD did not answer an array")),
+        }
+        Ok(())
     }
 
     fn read_line(&mut self) -> io::Result<()> {

@@ -95,6 +95,8 @@ pub struct Builder {
     filter: FilterKind,
     #[cfg(feature = "redis")]
     redis: Option<(String, String)>,
+    #[cfg(feature = "redis")]
+    redis_backoff: url_dedup_redis::Backoff,
     #[cfg(feature = "similarity")]
     similarity: Option<Preset>,
     accept_config_change: bool,
@@ -110,6 +112,8 @@ impl Default for Builder {
             filter: FilterKind::default(),
             #[cfg(feature = "redis")]
             redis: None,
+            #[cfg(feature = "redis")]
+            redis_backoff: url_dedup_redis::Backoff::default(),
             #[cfg(feature = "similarity")]
             similarity: None,
             accept_config_change: false,
@@ -241,6 +245,33 @@ impl Builder {
     #[cfg(feature = "redis")]
     pub fn redis(mut self, url: &str, prefix: &str) -> Self {
         self.redis = Some((url.to_owned(), prefix.to_owned()));
+        self
+    }
+
+    /// How long to wait for a Redis that does not answer: the first connection gives up after
+    /// [`Backoff::first_contact`](url_dedup_redis::Backoff::first_contact) (3 s by default),
+    /// later calls retry a server that stops answering for
+    /// [`Backoff::give_up_after`](url_dedup_redis::Backoff::give_up_after) (30 s) before they
+    /// fail with [`Error::Redis`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use url_dedup::{UrlDedup, redis::Backoff};
+    ///
+    /// // Nothing listens on port 1.
+    /// let started = Instant::now();
+    /// let err = UrlDedup::builder()
+    ///     .redis("redis://127.0.0.1:1/", "crawl")
+    ///     .redis_backoff(Backoff::giving_up_after(Duration::from_millis(300)))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(started.elapsed() < Duration::from_secs(3), "{err}");
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn redis_backoff(mut self, backoff: url_dedup_redis::Backoff) -> Self {
+        self.redis_backoff = backoff;
         self
     }
 
@@ -434,7 +465,11 @@ impl Builder {
                 Some(text) => format!("{text}filter: {recorded_kind}\n"),
                 None => "not recorded (written by an older version)\n".to_owned(),
             };
-            let configured_kind = if kind_matters {
+            // Among the filters, only exactness is configuration: a Bloom state of any kind
+            // restores as itself, but a run that asked for no false positives must not get a
+            // Bloom filter, nor the reverse.
+            let exact = |k: Option<FilterKind>| k == Some(FilterKind::Exact);
+            let configured_kind = if kind_matters && exact(Some(self.filter)) != exact(kind) {
                 format!("{:?}", self.filter)
             } else {
                 recorded_kind
@@ -485,7 +520,14 @@ impl Builder {
     fn exact(&self, from: Option<(u16, &mut dyn Read)>, limits: Limits) -> Result<Exact, Error> {
         #[cfg(feature = "redis")]
         if let Some((url, prefix)) = &self.redis {
-            let shared = Exact::redis(url, prefix, self.expected_urls, self.fpr, self.key)?;
+            let shared = Exact::redis(
+                url,
+                prefix,
+                self.redis_backoff,
+                self.expected_urls,
+                self.fpr,
+                self.key,
+            )?;
             return match from {
                 Some((tag, mut input)) => Exact::read(tag, &mut input, Some(shared), limits),
                 None => Ok(shared),

@@ -43,9 +43,8 @@ pub enum Error {
     /// similarity preset, filter kind) than the one asked for; see
     /// [`Builder::accept_config_change`](crate::Builder::accept_config_change).
     #[error(
-        "the state was written under another configuration\n  recorded:\n{}  this run:\n{}",
-        indent(recorded),
-        indent(configured)
+        "the state was written under another configuration\n{}",
+        differences(recorded, configured)
     )]
     ConfigMismatch {
         /// What the snapshot records, one `name: value` line each.
@@ -64,7 +63,56 @@ impl From<std::io::Error> for Error {
     }
 }
 
-/// Each line of `text` indented for an error message.
-fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("    {l}\n")).collect()
+/// The `name: value` lines that differ between two configurations, each value cut down to
+/// the comma-separated parts that differ when it is long (a canonicalization policy is a long
+/// line of which one switch may differ).
+fn differences(recorded: &str, configured: &str) -> String {
+    let value = |text: &str, name: &str| -> String {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(": ")))
+            .unwrap_or("not recorded")
+            .to_owned()
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for line in recorded.lines().chain(configured.lines()) {
+        let name = line.split(": ").next().unwrap_or(line);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let mut out = String::new();
+    for name in names {
+        let (was, now) = (value(recorded, name), value(configured, name));
+        if was == now {
+            continue;
+        }
+        let short = |v: &str, other: &str| {
+            if other.starts_with("none") && v.starts_with("Policy") {
+                "URLs canonicalized".to_owned()
+            } else {
+                v.to_owned()
+            }
+        };
+        let (was, now) = (short(&was, &now), short(&now, &was));
+        let (was, now) = if was.len() + now.len() > 160 {
+            let parts = |v: &str| v.split(", ").map(str::to_owned).collect::<Vec<_>>();
+            let (a, b) = (parts(&was), parts(&now));
+            (
+                a.iter()
+                    .filter(|p| !b.contains(p))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                b.iter()
+                    .filter(|p| !a.contains(p))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        } else {
+            (was, now)
+        };
+        out.push_str(&format!("  {name}: recorded {was}; this run {now}\n"));
+    }
+    out
 }

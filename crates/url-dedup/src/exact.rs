@@ -115,13 +115,17 @@ impl Exact {
     pub(crate) fn redis(
         url: &str,
         prefix: &str,
+        backoff: url_dedup_redis::Backoff,
         expected: u64,
         fpr: f64,
         key: Option<HashKey>,
     ) -> Result<Self, Error> {
         use url_dedup_bloom::ItemHasher;
         use url_dedup_redis::{Error as RedisError, RedisSegmentStore, StoreOptions};
-        let options = || StoreOptions::new(prefix);
+        let options = || StoreOptions {
+            backoff,
+            ..StoreOptions::new(prefix)
+        };
         match RedisSegmentStore::join::<SipHash13>(url, options()) {
             Ok(filter) => return Ok(Self::Redis(Box::new(filter))),
             Err(RedisError::NoFilter { .. }) => {}

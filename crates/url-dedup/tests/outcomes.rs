@@ -239,7 +239,11 @@ fn a_state_is_refused_under_another_canonicalization() {
         configured.contains("canonicalization: Policy"),
         "{configured}"
     );
-    assert!(err.to_string().contains("recorded:"));
+    assert!(
+        err.to_string().contains(
+            "canonicalization: recorded none (byte for byte); this run URLs canonicalized"
+        )
+    );
 
     // The same configuration restores; an explicit choice restores anyway.
     assert!(
