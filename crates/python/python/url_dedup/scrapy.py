@@ -1,0 +1,402 @@
+"""Scrapy dupefilters backed by url-dedup: a bounded-memory Bloom filter in place of a set of
+request fingerprints.
+
+* :class:`DupeFilter` (``DUPEFILTER_CLASS = "url_dedup.scrapy.DupeFilter"``) for plain Scrapy.
+  With ``JOBDIR`` its state is kept there, as Scrapy keeps ``requests.seen``, so a paused and
+  resumed crawl does not fetch a page again.
+* :class:`RedisDupeFilter` for scrapy-redis's scheduler: the filter lives in Redis and every
+  process naming the same prefix (Scrapy processes, the Rust crawler, ``url-dedup --redis``)
+  shares it, each request admitted by exactly one of them.
+
+What a request is keyed on (``URL_DEDUP_KEY``):
+
+* ``"fingerprint"``: Scrapy's request fingerprint (``crawler.request_fingerprinter``: method,
+  ``w3lib.url.canonicalize_url`` of the URL, body), exactly what Scrapy's own ``RFPDupeFilter``
+  compares, and honouring ``REQUEST_FINGERPRINTER_CLASS``. The default of :class:`DupeFilter`.
+* ``"url"``: the request's URL in its canonical form under ``URL_DEDUP_CANONICALIZATION``
+  (default ``"crawler"``, as the Rust crawler and the ``url-dedup`` command; ``"w3lib"`` is
+  Scrapy's notion of the same URL). Method and body are not part of the key. Cheaper (no
+  SHA1, no JSON) and shared with the other url-dedup programs. The default of
+  :class:`RedisDupeFilter`. A URL the canonicalizer refuses (``data:``, ``ftp:``, ``s3:``, ...)
+  is keyed on its Scrapy fingerprint instead, in a set beside the filter.
+
+Both honour ``dont_filter``: such a request is never filtered and not recorded.
+
+Settings (all optional):
+
+====================================  ==========================================================
+``URL_DEDUP_KEY``                     ``"fingerprint"`` or ``"url"`` (see above)
+``URL_DEDUP_CANONICALIZATION``        convention for ``"url"`` keys (``url_dedup.CONVENTIONS``)
+``URL_DEDUP_EXPECTED_URLS``           first size of the filter (default 1,000,000; it grows)
+``URL_DEDUP_FALSE_POSITIVE_RATE``     chance a new request is dropped as seen (default 1e-6)
+``URL_DEDUP_FILTER``                  ``"growing"`` (default), ``"segmented"``, ``"classic"``,
+                                      ``"exact"`` (no false positives, 19-39 bytes a request)
+``URL_DEDUP_ACCEPT_CONFIG_CHANGE``    resume a ``JOBDIR`` state saved under other settings
+``URL_DEDUP_REDIS_URL``               Redis of the shared filter (default: scrapy-redis's
+                                      ``REDIS_URL``, or ``REDIS_HOST``/``REDIS_PORT``)
+``URL_DEDUP_REDIS_PREFIX``            key prefix of the shared filter, ``%(spider)s`` replaced by
+                                      the spider's name (default ``"%(spider)s:url-dedup"``)
+====================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from scrapy.dupefilters import BaseDupeFilter
+from scrapy.utils.job import job_dir
+from scrapy.utils.request import RequestFingerprinter, referer_str
+
+from url_dedup import Outcome, UrlDedup
+from url_dedup.errors import InvalidUrlError
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+    from scrapy.settings import BaseSettings
+    from scrapy.spiders import Spider
+
+__all__ = ["DupeFilter", "RedisDupeFilter", "KEYS"]
+
+KEYS = ("fingerprint", "url")
+"""What a request can be keyed on (``URL_DEDUP_KEY``)."""
+
+STATE_FILE = "url-dedup.state"
+"""The filter's snapshot in ``JOBDIR``."""
+JOURNAL_FILE = "url-dedup.journal"
+"""Keys admitted since the snapshot, in ``JOBDIR``: a crawl killed before it could save
+resumes from snapshot plus journal, as Scrapy's own ``requests.seen`` is appended per request."""
+
+# A journal record: kind, key length, key. Kind FILTER keys went to the filter, kind OTHER
+# keys (fingerprints of URLs the canonicalizer refused) to the set beside it.
+_RECORD = struct.Struct(">BI")
+_FILTER, _OTHER = 0, 1
+
+_DEFAULT_FPR = 1e-6
+_DEFAULT_EXPECTED = 1_000_000
+
+
+class _RequestKeys:
+    """The key a request is deduplicated on, and the configuration of the filter it goes to:
+    shared by both dupefilters so that they key requests identically."""
+
+    def __init__(
+        self,
+        key: str,
+        canonicalization: str | None,
+        fingerprinter: Any,
+    ) -> None:
+        if key not in KEYS:
+            raise ValueError(f"URL_DEDUP_KEY must be one of {', '.join(KEYS)}, not {key!r}")
+        self.by_url = key == "url"
+        self.key = key
+        # Fingerprints are compared as bytes; URLs in their canonical form.
+        self.canonicalization = canonicalization if self.by_url else None
+        self.fingerprinter = fingerprinter or RequestFingerprinter()
+
+    @classmethod
+    def from_settings(
+        cls, settings: BaseSettings, default_key: str, fingerprinter: Any = None
+    ) -> _RequestKeys:
+        return cls(
+            settings.get("URL_DEDUP_KEY", default_key),
+            settings.get("URL_DEDUP_CANONICALIZATION", "crawler"),
+            fingerprinter,
+        )
+
+    def dedup_options(self, settings: BaseSettings) -> dict[str, Any]:
+        """Keyword arguments of :class:`UrlDedup` from the settings."""
+        return {
+            "expected_urls": settings.getint("URL_DEDUP_EXPECTED_URLS", _DEFAULT_EXPECTED),
+            "false_positive_rate": settings.getfloat(
+                "URL_DEDUP_FALSE_POSITIVE_RATE", _DEFAULT_FPR
+            ),
+            "canonicalization": self.canonicalization,
+            "filter": settings.get("URL_DEDUP_FILTER", "growing"),
+            "accept_config_change": settings.getbool("URL_DEDUP_ACCEPT_CONFIG_CHANGE"),
+        }
+
+    def fingerprint(self, request: Request) -> bytes:
+        return self.fingerprinter.fingerprint(request)
+
+
+class _Logging:
+    """Scrapy's own way of reporting filtered requests: the first at DEBUG, then all of them
+    with ``DUPEFILTER_DEBUG``; counted in the ``dupefilter/filtered`` stat."""
+
+    logger = logging.getLogger(__name__)
+    debug = False
+    logdupes = True
+
+    def log(self, request: Request, spider: Spider) -> None:
+        if self.debug:
+            msg = "Filtered duplicate request: %(request)s (referer: %(referer)s)"
+            args = {"request": request, "referer": referer_str(request)}
+            self.logger.debug(msg, args, extra={"spider": spider})
+        elif self.logdupes:
+            msg = (
+                "Filtered duplicate request: %(request)s"
+                " - no more duplicates will be shown"
+                " (see DUPEFILTER_DEBUG to show all duplicates)"
+            )
+            self.logger.debug(msg, {"request": request}, extra={"spider": spider})
+            self.logdupes = False
+        spider.crawler.stats.inc_value("dupefilter/filtered")
+
+
+class DupeFilter(_Logging, BaseDupeFilter):
+    """A drop-in ``DUPEFILTER_CLASS`` for Scrapy's scheduler with a Bloom filter in memory.
+
+    Keyed on Scrapy's request fingerprint by default (``URL_DEDUP_KEY``). With ``JOBDIR``, the
+    filter is saved to ``JOBDIR/url-dedup.state`` when the spider closes (and each admitted key
+    is appended to ``JOBDIR/url-dedup.journal`` in between, which is folded into the state
+    whenever it outgrows it), and restored when the crawl resumes.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        keys: _RequestKeys | None = None,
+        options: dict[str, Any] | None = None,
+        debug: bool = False,
+        stats: Any = None,
+    ) -> None:
+        self.keys = keys or _RequestKeys("fingerprint", None, None)
+        options = dict(options or {"false_positive_rate": _DEFAULT_FPR})
+        options.setdefault("canonicalization", self.keys.canonicalization)
+        self.debug = debug
+        self.stats = stats
+        self.other: set[bytes] = set()
+        self.journal: BinaryIO | None = None
+        self.journal_bytes = 0
+        self.state_path = self.journal_path = None
+        if path is None:
+            self.dedup = UrlDedup(**options)
+            return
+        self.state_path = Path(path, STATE_FILE)
+        self.journal_path = Path(path, JOURNAL_FILE)
+        if self.state_path.exists():
+            self.dedup = UrlDedup.load(self.state_path, **options)
+        else:
+            self.dedup = UrlDedup(**options)
+        self._replay_journal()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DupeFilter:
+        settings = crawler.settings
+        keys = _RequestKeys.from_settings(settings, "fingerprint", crawler.request_fingerprinter)
+        return cls(
+            job_dir(settings),
+            keys=keys,
+            options=keys.dedup_options(settings),
+            debug=settings.getbool("DUPEFILTER_DEBUG"),
+            stats=crawler.stats,
+        )
+
+    def request_seen(self, request: Request) -> bool:
+        if request.dont_filter:
+            return False
+        if not self.keys.by_url:
+            key = self.keys.fingerprint(request)
+            if self.dedup.check_and_insert_bytes(key) is not Outcome.NEW:
+                return True
+            self._journal(_FILTER, key)
+            return False
+        try:
+            if self.dedup.check_and_insert(request.url) is not Outcome.NEW:
+                return True
+            self._journal(_FILTER, request.url.encode())
+            return False
+        except InvalidUrlError:
+            key = self.keys.fingerprint(request)
+            if key in self.other:
+                return True
+            self.other.add(key)
+            self._journal(_OTHER, key)
+            return False
+
+    def close(self, reason: str) -> None:
+        if self.stats is not None:
+            self.stats.set_value("url_dedup/memory_bytes", self.dedup.memory_bytes)
+            self.stats.set_value("url_dedup/false_positive_rate", self.dedup.false_positive_rate)
+        if self.state_path is not None:
+            self._save()
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
+    def _journal(self, kind: int, key: bytes) -> None:
+        if self.journal is None:
+            return
+        self._append(kind, key)
+        # Folded into the state once it outgrows it: disk stays within twice the state, and a
+        # resume replays at most that much.
+        if self.journal_bytes > max(self.dedup.memory_bytes, 1 << 20):
+            self._save()
+
+    def _save(self) -> None:
+        """Saves the state, then starts the journal afresh with what the state lacks (the
+        set of other keys). A crash in between replays keys the state has: harmless."""
+        assert self.state_path is not None and self.journal_path is not None
+        self.dedup.save(self.state_path)
+        if self.journal is not None:
+            self.journal.close()
+        self.journal = self.journal_path.open("wb")
+        self.journal_bytes = 0
+        for key in self.other:
+            self._append(_OTHER, key)
+        self.journal.flush()
+
+    def _append(self, kind: int, key: bytes) -> None:
+        assert self.journal is not None
+        record = _RECORD.pack(kind, len(key)) + key
+        self.journal.write(record)
+        self.journal_bytes += len(record)
+
+    def _replay_journal(self) -> None:
+        assert self.journal_path is not None
+        data = self.journal_path.read_bytes() if self.journal_path.exists() else b""
+        filtered: list[bytes] = []
+        pos = 0
+        while pos + _RECORD.size <= len(data):
+            kind, size = _RECORD.unpack_from(data, pos)
+            key = data[pos + _RECORD.size : pos + _RECORD.size + size]
+            if len(key) < size:
+                break  # cut short by a crash: the rest was never admitted for sure
+            pos += _RECORD.size + size
+            if kind == _OTHER:
+                self.other.add(key)
+            else:
+                filtered.append(key)
+        self.dedup.check_and_insert_batch_bytes(filtered)
+        # Appending to a torn record would garble everything after it: start clean.
+        self.journal = self.journal_path.open("r+b" if self.journal_path.exists() else "wb")
+        self.journal.truncate(pos)
+        self.journal.seek(pos)
+        self.journal_bytes = pos
+
+
+class RedisDupeFilter(_Logging, BaseDupeFilter):
+    """A dupefilter for scrapy-redis's scheduler (``SCHEDULER =
+    "scrapy_redis.scheduler.Scheduler"``, ``DUPEFILTER_CLASS =
+    "url_dedup.scrapy.RedisDupeFilter"``) whose filter lives in Redis.
+
+    Every process naming the same Redis and prefix shares the one filter with exactly-once
+    admission: of several processes finding the same new request at once, one is told it is
+    new. Keyed on the canonical URL by default, so Rust crawler processes and
+    ``url-dedup --redis`` with the same prefix share it too.
+
+    The scheduler clears the filter when the spider closes unless ``SCHEDULER_PERSIST`` is
+    True, as scrapy-redis does with its own set: set it when several processes share a crawl,
+    or the first to finish clears the filter under the others.
+    """
+
+    def __init__(
+        self,
+        redis_url: str,
+        prefix: str,
+        *,
+        keys: _RequestKeys | None = None,
+        options: dict[str, Any] | None = None,
+        debug: bool = False,
+    ) -> None:
+        self.keys = keys or _RequestKeys("url", "crawler", None)
+        options = dict(options or {"false_positive_rate": _DEFAULT_FPR})
+        options.setdefault("canonicalization", self.keys.canonicalization)
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self.other_key = f"{prefix}:other"
+        self.debug = debug
+        self.dedup = UrlDedup(redis=redis_url, redis_prefix=prefix, **options)
+        self._server: Any = None
+
+    @classmethod
+    def from_spider(cls, spider: Spider) -> RedisDupeFilter:
+        """What scrapy-redis's scheduler calls."""
+        return cls._from_settings(spider.settings, spider.name, spider.crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisDupeFilter:
+        spider = getattr(crawler, "spider", None)
+        return cls._from_settings(crawler.settings, getattr(spider, "name", "scrapy"), crawler)
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> RedisDupeFilter:
+        return cls._from_settings(settings, "scrapy", None)
+
+    @classmethod
+    def _from_settings(
+        cls, settings: BaseSettings, spider_name: str, crawler: Crawler | None
+    ) -> RedisDupeFilter:
+        fingerprinter = getattr(crawler, "request_fingerprinter", None)
+        keys = _RequestKeys.from_settings(settings, "url", fingerprinter)
+        prefix = settings.get("URL_DEDUP_REDIS_PREFIX", "%(spider)s:url-dedup")
+        return cls(
+            redis_url(settings),
+            prefix % {"spider": spider_name},
+            keys=keys,
+            options=keys.dedup_options(settings),
+            debug=settings.getbool("DUPEFILTER_DEBUG"),
+        )
+
+    def request_seen(self, request: Request) -> bool:
+        if request.dont_filter:
+            return False
+        try:
+            if self.keys.by_url:
+                outcome = self.dedup.check_and_insert(request.url)
+            else:
+                outcome = self.dedup.check_and_insert_bytes(self.keys.fingerprint(request))
+            return outcome is not Outcome.NEW
+        except InvalidUrlError:
+            # Shared as scrapy-redis shares its fingerprints: SADD answers exactly once.
+            return self.server.sadd(self.other_key, self.keys.fingerprint(request)) == 0
+
+    def clear(self) -> None:
+        """Deletes the shared filter from Redis (scrapy-redis's scheduler calls this when the
+        spider closes without ``SCHEDULER_PERSIST``). Processes still using it must reopen it."""
+        server = self.server
+        names = [self.other_key]
+        pattern = _glob_escape(self.prefix) + ":*"
+        names += list(server.scan_iter(match=pattern, count=1000))
+        for start in range(0, len(names), 1000):
+            server.delete(*names[start : start + 1000])
+
+    def close(self, reason: str = "") -> None:
+        """Leaves the shared filter in Redis: other processes may still use it."""
+
+    @property
+    def server(self) -> Any:
+        """A redis-py client of the same Redis, for the set of other keys and for clearing."""
+        if self._server is None:
+            import redis
+
+            self._server = redis.Redis.from_url(self.redis_url)
+        return self._server
+
+
+def redis_url(settings: BaseSettings) -> str:
+    """The Redis of the shared filter: ``URL_DEDUP_REDIS_URL``, else scrapy-redis's
+    ``REDIS_URL``, else ``REDIS_HOST``, ``REDIS_PORT`` and ``REDIS_PARAMS`` (``db``,
+    ``password``, ``username``) as scrapy-redis reads them."""
+    url = settings.get("URL_DEDUP_REDIS_URL") or settings.get("REDIS_URL")
+    if url:
+        return str(url)
+    host = settings.get("REDIS_HOST", "localhost")
+    port = settings.getint("REDIS_PORT", 6379)
+    params = settings.getdict("REDIS_PARAMS")
+    auth = ""
+    if params.get("password"):
+        auth = f"{params.get('username', '')}:{params['password']}@"
+    return f"redis://{auth}{host}:{port}/{int(params.get('db', 0))}"
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally by a Redis glob pattern (SCAN MATCH)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+

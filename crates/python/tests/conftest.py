@@ -1,0 +1,62 @@
+"""Fixtures: a redis-server and a generated site per test run, and Scrapy crawls in child
+processes (a Twisted reactor cannot be restarted inside one process)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from processes import PYTHON, RedisServer, run  # noqa: E402
+from generated_site import Site  # noqa: E402
+
+SPIDER = Path(__file__).parent / "spider.py"
+
+BASE_SETTINGS = {
+    "LOG_LEVEL": "INFO",
+    "ROBOTSTXT_OBEY": "False",
+    "TELNETCONSOLE_ENABLED": "False",
+    "CONCURRENT_REQUESTS": "4",
+    "COOKIES_ENABLED": "False",
+}
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    redis_server.client().flushall()
+    return redis_server.url
+
+
+@pytest.fixture
+def site():
+    s = Site()
+    yield s
+    s.close()
+
+
+def crawl(settings: dict[str, str], start: list[str], again: str = "", timeout: float = 120):
+    """Runs the test spider in a Scrapy process to its end; returns the finished process."""
+    args = [PYTHON, "-m", "scrapy", "runspider", str(SPIDER), "-a", "start=" + ",".join(start)]
+    if again:
+        args += ["-a", f"again={again}"]
+    for name, value in {**BASE_SETTINGS, **settings}.items():
+        args += ["-s", f"{name}={value}"]
+    return run(args, timeout=timeout, cwd=Path(__file__).parent)
+
+
+def crawl_ok(settings: dict[str, str], start: list[str], **kwargs):
+    result = crawl(settings, start, **kwargs)
+    log = result.stderr.decode(errors="replace")
+    assert result.returncode == 0, log[-4000:]
+    assert "Traceback" not in log, log[-6000:]
+    return log
