@@ -136,6 +136,9 @@ pub struct Frontier {
     ns: Namespace,
     settings: FrontierSettings,
     keys: Keys,
+    /// The frontier's generation, read (or written, for a new frontier) on first use and
+    /// checked by every script after that (see `lua/guard.lua`).
+    generation: std::sync::Arc<tokio::sync::OnceCell<String>>,
 }
 
 #[derive(Clone, Debug)]
@@ -147,16 +150,22 @@ struct Keys {
     workers: String,
     queue_prefix: String,
     wake: String,
+    generation: String,
 }
 
 fn scripts() -> &'static Scripts {
     static SCRIPTS: std::sync::OnceLock<Scripts> = std::sync::OnceLock::new();
     SCRIPTS.get_or_init(|| Scripts {
-        push: Script::new(include_str!("lua/push.lua")),
-        claim: Script::new(include_str!("lua/claim.lua")),
-        finish: Script::new(include_str!("lua/finish.lua")),
-        requeue: Script::new(include_str!("lua/requeue.lua")),
+        push: guarded(include_str!("lua/push.lua")),
+        claim: guarded(include_str!("lua/claim.lua")),
+        finish: guarded(include_str!("lua/finish.lua")),
+        requeue: guarded(include_str!("lua/requeue.lua")),
     })
+}
+
+/// A frontier script behind the generation guard (`lua/guard.lua`).
+fn guarded(body: &str) -> Script {
+    Script::new(&format!("{}{body}", include_str!("lua/guard.lua")))
 }
 
 struct Scripts {
@@ -213,12 +222,77 @@ impl Frontier {
             workers: ns.key("workers"),
             queue_prefix: ns.key("q:"),
             wake: ns.key("wake"),
+            generation: ns.key("generation"),
         };
         Self {
             link,
             ns,
             settings,
             keys,
+            generation: Default::default(),
+        }
+    }
+
+    /// The frontier's generation: random, written by the first process to use the namespace
+    /// and read by the others, then checked by every operation. A frontier whose generation
+    /// is gone or changed lost its tasks, and its operations fail with
+    /// [`Error::StoreReset`] instead of reporting an empty queue.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("generation example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, Link, Namespace};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let a = Frontier::new(link.clone(), Namespace::new("c")?);
+    /// let b = Frontier::new(link, Namespace::new("c")?);
+    /// assert_eq!(a.generation().await?, b.generation().await?);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn generation(&self) -> Result<String> {
+        self.generation
+            .get_or_try_init(|| async {
+                let fresh = format!("{:016x}", random_u64());
+                self.link
+                    .run("frontier generation", |mut conn| {
+                        let mut pipe = redis::pipe();
+                        pipe.cmd("SET")
+                            .arg(&self.keys.generation)
+                            .arg(&fresh)
+                            .arg("NX")
+                            .ignore()
+                            .cmd("GET")
+                            .arg(&self.keys.generation);
+                        async move { pipe.query_async::<(String,)>(&mut conn).await }
+                    })
+                    .await
+                    .map(|(generation,)| generation)
+            })
+            .await
+            .cloned()
+    }
+
+    /// A script's `STORERESET` error reply as [`Error::StoreReset`].
+    fn reset_or(&self, e: Error) -> Error {
+        match e {
+            Error::Redis { source, .. } if source.code() == Some("STORERESET") => {
+                Error::StoreReset {
+                    what: "frontier",
+                    prefix: self.ns.key(""),
+                    detail: source
+                        .detail()
+                        .unwrap_or("its generation changed")
+                        .to_owned(),
+                }
+            }
+            e => e,
         }
     }
 
@@ -278,6 +352,7 @@ impl Frontier {
         {
             return Err(Error::InvalidTask("url is longer than max_url_len"));
         }
+        let generation = self.generation().await?;
         let mut first_id = None;
         for chunk in tasks.chunks(PUSH_CHUNK) {
             let token_key = self.ns.key(&format!("push:{:016x}", random_u64()));
@@ -296,9 +371,11 @@ impl Frontier {
                     for task in chunk {
                         call.arg(task.host()).arg(task.url());
                     }
+                    call.key(&self.keys.generation).arg(&generation);
                     async move { call.invoke_async(&mut conn).await }
                 })
-                .await?;
+                .await
+                .map_err(|e| self.reset_or(e))?;
             first_id.get_or_insert(first);
         }
         Ok(first_id)
@@ -330,6 +407,7 @@ impl Frontier {
     /// # }).unwrap();
     /// ```
     pub async fn claim(&self, worker: &WorkerId) -> Result<Claim> {
+        let generation = self.generation().await?;
         let token = random_u64();
         let proc_key = self.proc_key(worker);
         let member_key = self.ns.member(worker);
@@ -344,12 +422,15 @@ impl Frontier {
                     .key(&self.keys.workers)
                     .key(&self.keys.pending)
                     .key(&member_key)
+                    .key(&self.keys.generation)
                     .arg(&self.keys.queue_prefix)
                     .arg(worker.as_str())
-                    .arg(&token_hex);
+                    .arg(&token_hex)
+                    .arg(&generation);
                 async move { call.invoke_async(&mut conn).await }
             })
-            .await?;
+            .await
+            .map_err(|e| self.reset_or(e))?;
         match (code, payload) {
             (1, Value::BulkString(raw)) => Ok(Claim::Task(ClaimedTask::decode(
                 &raw,
@@ -498,6 +579,7 @@ impl Frontier {
     }
 
     async fn finish(&self, task: &ClaimedTask, mode: &'static str) -> Result<bool> {
+        let generation = self.generation().await?;
         let proc_key = self.proc_key(&task.worker);
         let token_hex = format!("{:016x}", task.token);
         let delay_ms = self.settings.host_delay.as_millis() as u64;
@@ -512,12 +594,15 @@ impl Frontier {
                     .arg(&self.keys.queue_prefix)
                     .arg(task.worker.as_str())
                     .arg(&token_hex)
+                    .key(&self.keys.generation)
                     .arg(delay_ms)
                     .arg(&self.keys.wake)
-                    .arg(mode);
+                    .arg(mode)
+                    .arg(&generation);
                 async move { call.invoke_async(&mut conn).await }
             })
-            .await?;
+            .await
+            .map_err(|e| self.reset_or(e))?;
         Ok(done == 1)
     }
 
@@ -600,6 +685,7 @@ impl Frontier {
     }
 
     async fn requeue(&self, worker: &WorkerId, force: bool) -> Result<u64> {
+        let generation = self.generation().await?;
         let proc_key = self.proc_key(worker);
         let member_key = self.ns.member(worker);
         let n: i64 = self
@@ -614,11 +700,14 @@ impl Frontier {
                     .key(&member_key)
                     .arg(&self.keys.queue_prefix)
                     .arg(worker.as_str())
+                    .key(&self.keys.generation)
                     .arg(if force { "1" } else { "0" })
-                    .arg(&self.keys.wake);
+                    .arg(&self.keys.wake)
+                    .arg(&generation);
                 async move { call.invoke_async(&mut conn).await }
             })
-            .await?;
+            .await
+            .map_err(|e| self.reset_or(e))?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 

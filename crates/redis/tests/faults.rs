@@ -130,8 +130,9 @@ fn calls_wait_out_a_restart() {
 }
 
 /// An outage longer than the budget is `Error::Unavailable`, not a panic or a hang; the same
-/// `Link` works again when Redis returns. A non-durable restart forgets memberships: the
-/// worker's heartbeat notices (returns false) and rejoins, and claiming works again.
+/// `Link` works again when Redis returns. A non-durable restart forgets memberships (the
+/// worker's heartbeat notices and rejoins) and the frontier's tasks: the frontier says it was
+/// reset instead of reporting an empty queue, which would end a crawl with its tasks lost.
 #[test]
 fn long_outage_is_a_typed_error_and_recovers() {
     let Some(mut server) = RedisServer::start_or_skip("long_outage_is_a_typed_error") else {
@@ -148,6 +149,10 @@ fn long_outage_is_a_typed_error_and_recovers() {
         let members = Membership::new(link.clone(), ns);
         let me = WorkerId::new("w").unwrap();
         members.join(&me).await.unwrap();
+        assert_eq!(
+            frontier.claim(&me).await.unwrap(),
+            Claim::Empty { next_due: None }
+        );
 
         server.kill();
         let start = std::time::Instant::now();
@@ -166,13 +171,18 @@ fn long_outage_is_a_typed_error_and_recovers() {
 
         server.restart().unwrap();
         link.ping().await.expect("same link reconnects");
+        assert!(!members.heartbeat(&me).await.unwrap(), "lease was lost");
         assert!(matches!(
             frontier.claim(&me).await,
-            Err(Error::NotMember(_))
+            Err(Error::StoreReset {
+                what: "frontier",
+                ..
+            })
         ));
-        assert!(!members.heartbeat(&me).await.unwrap(), "lease was lost");
+        // A frontier opened afresh starts a new generation and works.
+        let fresh = Frontier::new(link.clone(), Namespace::new("outage").unwrap());
         assert_eq!(
-            frontier.claim(&me).await.unwrap(),
+            fresh.claim(&me).await.unwrap(),
             Claim::Empty { next_due: None }
         );
     });

@@ -1,11 +1,12 @@
 -- Appends tasks to their hosts' queues and marks idle hosts ready; exactly once per token.
 -- KEYS: 1 ready zset, 2 busy hash, 3 id counter, 4 pending counter, 5 push token key
 -- ARGV: 1 host queue key prefix, 2 wake channel, 3 token ttl ms, 4.. host, url pairs
+-- (the generation key and value follow: see guard.lua)
 local done = redis.call('GET', KEYS[5])
 if done then return tonumber(done) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local n = (#ARGV - 3) / 2
+local n = (#ARGV - 4) / 2
 local last = redis.call('INCRBY', KEYS[3], n)
 local first = last - n + 1
 local woke = 0
