@@ -12,3 +12,17 @@ if ((${#need[@]})); then
     echo "warning: missing ${need[*]} and cannot install (not root or no apt-get)" >&2
   fi
 fi
+
+# The Python tests' virtualenv (crates/python/.venv) from the pinned requirements; redone only
+# when they change, so a machine that has it spends a file comparison here.
+(
+  cd "$(dirname "$0")/../crates/python"
+  if ! cmp -s requirements-test.txt .venv/requirements-test.txt 2>/dev/null; then
+    python=$(command -v python3.11 || command -v python3)
+    echo "installing the Python test requirements into crates/python/.venv ($("$python" --version))"
+    rm -rf .venv
+    "$python" -m venv .venv
+    .venv/bin/pip install --quiet -r requirements-test.txt
+    cp requirements-test.txt .venv/requirements-test.txt
+  fi
+)
