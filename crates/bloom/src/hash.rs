@@ -259,6 +259,23 @@ impl HashKey {
         self.0
     }
 
+    /// The key as 32 lower-case hex digits, the form key files and environment variables
+    /// hold (see [`FromStr`](std::str::FromStr)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_bloom::hash::HashKey;
+    ///
+    /// let key = HashKey::from_bytes([0xab; 16]);
+    /// assert_eq!(key.to_hex(), "ab".repeat(16));
+    /// assert_eq!(key.to_hex().parse::<HashKey>()?, key);
+    /// # Ok::<(), url_dedup_bloom::Error>(())
+    /// ```
+    pub fn to_hex(self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     fn halves(self) -> (u64, u64) {
         let (a, b) = self.0.split_at(8);
         (le_u64(a), le_u64(b))
@@ -269,6 +286,36 @@ fn le_u64(bytes: &[u8]) -> u64 {
     let mut word = [0u8; 8];
     word.copy_from_slice(&bytes[..8]);
     u64::from_le_bytes(word)
+}
+
+/// Reads 32 hex digits (either case; white space around them is ignored).
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_bloom::hash::HashKey;
+///
+/// let key: HashKey = " 000102030405060708090a0b0c0d0e0F\n".parse()?;
+/// assert_eq!(key.to_bytes()[15], 15);
+/// assert!("too short".parse::<HashKey>().is_err());
+/// # Ok::<(), url_dedup_bloom::Error>(())
+/// ```
+impl std::str::FromStr for HashKey {
+    type Err = crate::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let digits = text.trim().as_bytes();
+        let bad = || crate::Error::InvalidParameters("a hash key is 32 hex digits");
+        if digits.len() != 32 {
+            return Err(bad());
+        }
+        let mut bytes = [0u8; 16];
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            let pair = std::str::from_utf8(pair).map_err(|_| bad())?;
+            *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
+        }
+        Ok(Self(bytes))
+    }
 }
 
 impl fmt::Debug for HashKey {

@@ -102,6 +102,13 @@ pub(crate) struct Args {
     )]
     pub(crate) redis_prefix: String,
 
+    /// Read the hash key from FILE (32 hex digits) instead of drawing a random one; the
+    /// URL_DEDUP_KEY environment variable does the same. With --redis the key is then kept out
+    /// of Redis, and every process sharing the filter must bring the same one. The key keeps
+    /// crafted URLs from aiming at the filter: keep it secret.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) key_file: Option<PathBuf>,
+
     /// How long to keep retrying a Redis that stops answering before the run stops with an
     /// error (the first connection gives up after at most 3 seconds).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, requires = "redis", value_parser = seconds)]

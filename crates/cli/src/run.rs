@@ -38,7 +38,10 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     refuse_writing_inputs(&args, &sources)?;
     refuse_switches_with_a_convention(&args)?;
     let input_bytes = input_size(&sources);
-    let builder = builder(&args, estimated_lines(&sources));
+    let mut builder = builder(&args, estimated_lines(&sources));
+    if let Some(key) = hash_key(&args)? {
+        builder = builder.hash_key(key);
+    }
     let every =
         (args.checkpoint_every > 0.0).then(|| Duration::from_secs_f64(args.checkpoint_every));
     let (mut state, dedup) = match &args.state {
@@ -168,6 +171,23 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         eprint!("{}", stats.report(&dedup, elapsed));
     }
     Ok(())
+}
+
+/// The hash key of `--key-file` or `URL_DEDUP_KEY`, if either is given.
+fn hash_key(args: &Args) -> Result<Option<url_dedup::bloom::HashKey>, Failure> {
+    let (text, from) = match (&args.key_file, std::env::var("URL_DEDUP_KEY")) {
+        (Some(path), _) => (
+            std::fs::read_to_string(path).map_err(|e| {
+                Failure::Run(format!("cannot read key file {}: {e}", path.display()))
+            })?,
+            format!("key file {}", path.display()),
+        ),
+        (None, Ok(text)) => (text, "URL_DEDUP_KEY".to_owned()),
+        (None, Err(_)) => return Ok(None),
+    };
+    text.parse()
+        .map(Some)
+        .map_err(|_| Failure::Usage(format!("{from} does not hold 32 hex digits")))
 }
 
 /// A deduplicator that could not be built: out-of-range options are a usage error, anything

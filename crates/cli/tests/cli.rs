@@ -577,3 +577,30 @@ fn named_conventions_and_surt_keys() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("safe-browsing"));
 }
+
+#[test]
+fn a_key_file_keeps_the_key_out_of_redis() {
+    let Some(server) = url_dedup_redis::testing::RedisServer::start_or_skip("cli key file") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("crawl.key");
+    fs::write(&key, "00112233445566778899aabbccddeeff\n").unwrap();
+    let run = |with_key: bool, input: &str| {
+        let mut cmd = url_dedup();
+        cmd.args(["--redis", &server.url(), "-n", "1000"]);
+        if with_key {
+            cmd.arg("--key-file").arg(&key);
+        }
+        cmd.write_stdin(input.to_owned()).output().unwrap()
+    };
+    let first = run(true, "https://a.example/\n");
+    assert!(first.status.success(), "{first:?}");
+    let without = run(false, "https://a.example/\n");
+    assert_eq!(without.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&without.stderr).contains("supply the key"));
+    let again = run(true, "https://a.example/\nhttps://b.example/\n");
+    assert_eq!(stdout_lines(&again), ["https://b.example/"]);
+    fs::write(&key, "not a key").unwrap();
+    assert_eq!(run(true, "").status.code(), Some(2));
+}

@@ -94,6 +94,13 @@ pub enum Error {
         /// What showed it.
         detail: String,
     },
+    /// The filter keeps its hash key out of Redis and this process brought none
+    /// ([`StoreOptions::key`](crate::StoreOptions::key)).
+    #[error("the filter at {meta} keeps its hash key out of redis: supply the key")]
+    KeyRequired {
+        /// The metadata key.
+        meta: String,
+    },
     /// No filter metadata exists at this key.
     #[error("no filter at {key}")]
     NoFilter {

@@ -132,6 +132,13 @@ pub struct StoreOptions {
     pub backoff: Backoff,
     /// Connections kept for threads sharing the store (at least 1).
     pub connections: usize,
+    /// The filter's hash key, kept out of Redis. `None` (the default) writes the key into the
+    /// metadata, so a process joins with only the URL and the prefix; `Some` writes only a
+    /// check value (a keyed hash of a constant, which tells nothing of the key) and every
+    /// process must bring the key itself, from an environment variable or a key file, say.
+    /// The key is what keeps crafted URLs from aiming at the filter's bits: treat it as a
+    /// secret, and keep Redis private either way.
+    pub key: Option<HashKey>,
     /// Largest filter, in bytes of bits, for which the store keeps a client-side copy of the
     /// bits it has seen set (default 64 MiB; 0 disables it).
     ///
@@ -176,6 +183,7 @@ impl StoreOptions {
             uncertain: Uncertain::default(),
             backoff: Backoff::default(),
             connections: 1,
+            key: None,
             known_bits_limit: DEFAULT_KNOWN_BITS_LIMIT,
         }
     }
@@ -223,6 +231,15 @@ struct Meta {
     /// Random and non-zero, chosen when the filter is created and written into every data
     /// key's header: a filter re-created under the same prefix has another one.
     generation: i64,
+    /// Whether the metadata holds the key itself or only [`key_check`].
+    key_in_redis: bool,
+}
+
+/// What the metadata holds for a key kept out of Redis: one keyed hash of a constant.
+fn key_check(key: HashKey) -> String {
+    use url_dedup_bloom::SipHash13;
+    let digest = SipHash13::new(key).hash(b"url-dedup: check of a key kept out of redis");
+    format!("{:016x}{:016x}", digest.h1, digest.h2)
 }
 
 impl Meta {
@@ -236,12 +253,18 @@ impl Meta {
             ("placement", self.layout.placement().code().to_string()),
             ("segments_per_key", self.segments_per_key.to_string()),
             ("algorithm", self.algorithm.0.to_string()),
-            ("key", hex(&self.key.to_bytes())),
+            if self.key_in_redis {
+                ("key", self.key.to_hex())
+            } else {
+                ("key_check", key_check(self.key))
+            },
             ("expected_items", self.expected_items.to_string()),
         ]
     }
 
-    fn parse(key: &str, fields: &[(String, String)]) -> Result<Self> {
+    /// Reads the metadata at `key`; `supplied` is the hash key this process brings (needed
+    /// when the metadata holds only a check of it).
+    fn parse(key: &str, fields: &[(String, String)], supplied: Option<HashKey>) -> Result<Self> {
         let get = |name: &str| -> Result<&str> {
             fields
                 .iter()
@@ -279,8 +302,27 @@ impl Meta {
         let algorithm = HashAlgorithm(
             u16::try_from(num("algorithm")?).map_err(|_| corrupt(key, "algorithm out of range"))?,
         );
-        let key_bytes =
-            unhex(get("key")?).ok_or_else(|| corrupt(key, "hash key is not 32 hex digits"))?;
+        let (hash_key, key_in_redis) = match fields.iter().find(|(f, _)| f == "key_check") {
+            None => {
+                let parsed: HashKey = get("key")?
+                    .parse()
+                    .map_err(|_| corrupt(key, "hash key is not 32 hex digits"))?;
+                (parsed, true)
+            }
+            Some((_, check)) => {
+                let supplied = supplied.ok_or(Error::KeyRequired {
+                    meta: key.to_owned(),
+                })?;
+                if key_check(supplied) != *check {
+                    return Err(Error::Mismatch {
+                        field: "key",
+                        stored: "<the creator's key>".into(),
+                        expected: "<a different key>".into(),
+                    });
+                }
+                (supplied, false)
+            }
+        };
         let segments_per_key = num("segments_per_key")?;
         if segments_per_key == 0 {
             return Err(corrupt(key, "segments_per_key is 0"));
@@ -294,9 +336,10 @@ impl Meta {
             layout,
             segments_per_key,
             algorithm,
-            key: HashKey::from_bytes(key_bytes),
+            key: hash_key,
             expected_items: num("expected_items")?,
             generation,
+            key_in_redis,
         })
     }
 
@@ -541,14 +584,22 @@ impl RedisSegmentStore {
             key,
             expected_items,
             generation: new_generation(),
+            key_in_redis: options.key.is_none(),
         };
+        if options.key.is_some_and(|k| k != key) {
+            return Err(Error::Mismatch {
+                field: "key",
+                stored: "<the key in the options>".into(),
+                expected: "<another key>".into(),
+            });
+        }
         let client = open_client(url)?;
         let meta_key = options.meta_key();
         let stored = retry_sync(&options.backoff, true, "create filter", || {
             let mut conn = connect(&client, &options.backoff)?;
             create_or_read(&mut conn, &options, &meta_key, &wanted)
         })?;
-        let stored = Meta::parse(&meta_key, &stored)?;
+        let stored = Meta::parse(&meta_key, &stored, Some(key))?;
         wanted.check_against(&stored)?;
         let store = Self::unopened(client, options, stored);
         store.with_connection("open filter", |_| Ok(()))?;
@@ -621,7 +672,7 @@ impl RedisSegmentStore {
         if fields.is_empty() {
             return Err(Error::NoFilter { key: meta_key });
         }
-        let meta = Meta::parse(&meta_key, &fields)?;
+        let meta = Meta::parse(&meta_key, &fields, options.key)?;
         if let Some(wanted) = options.segments_per_key
             && wanted != meta.segments_per_key
         {
@@ -911,7 +962,8 @@ impl RedisSegmentStore {
         if stored.is_empty() {
             return Err(Failure::Fatal(self.reset("its metadata is gone")));
         }
-        let stored = Meta::parse(&self.meta_key, &stored).map_err(Failure::Fatal)?;
+        let stored =
+            Meta::parse(&self.meta_key, &stored, Some(self.meta.key)).map_err(Failure::Fatal)?;
         self.meta.check_against(&stored).map_err(Failure::Fatal)?;
         if stored.generation != self.meta.generation {
             return Err(Failure::Fatal(self.reset(&format!(
@@ -1845,19 +1897,4 @@ fn corrupt(key: &str, detail: impl Into<String>) -> Error {
         key: key.to_owned(),
         detail: detail.into(),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<[u8; 16]> {
-    if text.len() != 32 {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
 }

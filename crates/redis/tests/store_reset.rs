@@ -190,3 +190,44 @@ fn an_unreachable_redis_is_reported_within_the_first_contact_budget() {
         started.elapsed()
     );
 }
+
+/// A shared crawl may keep its hash key out of Redis: the metadata then holds only a check
+/// value, and each process brings the key (from the environment or a key file).
+#[test]
+fn a_key_kept_out_of_redis_is_required_and_checked() {
+    let Some(server) = RedisServer::start_or_skip("secret key") else {
+        return;
+    };
+    let key = HashKey::from_bytes(*b"a secret crawl k");
+    let options = |key| StoreOptions {
+        key,
+        ..quick("secret")
+    };
+    let layout = RedisSegmentStore::layout_for(1_000, 0.01).unwrap();
+    let seen = RedisSegmentStore::create_filter(
+        &server.url(),
+        options(Some(key)),
+        layout,
+        SipHash13::new(key),
+        1_000,
+    )
+    .unwrap();
+    assert!(seen.try_check_and_insert("https://a.example/").unwrap());
+    let fields = redis(&server, &["HGETALL", "secret:meta"]);
+    let text = format!("{fields:?}");
+    assert!(!text.contains("\"key\""), "{text}");
+    assert!(text.contains("key_check"), "{text}");
+    assert!(matches!(
+        RedisSegmentStore::join::<SipHash13>(&server.url(), options(None)),
+        Err(Error::KeyRequired { .. })
+    ));
+    assert!(matches!(
+        RedisSegmentStore::join::<SipHash13>(
+            &server.url(),
+            options(Some(HashKey::from_bytes([0; 16])))
+        ),
+        Err(Error::Mismatch { field: "key", .. })
+    ));
+    let other = RedisSegmentStore::join::<SipHash13>(&server.url(), options(Some(key))).unwrap();
+    assert!(!other.try_check_and_insert("https://a.example/").unwrap());
+}

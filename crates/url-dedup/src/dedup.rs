@@ -191,7 +191,10 @@ impl Builder {
     }
 
     /// Keys the filters' hashes explicitly (default: a random key), for reproducible runs or
-    /// state shared between processes.
+    /// state shared between processes. The key is what keeps crafted URLs from aiming at the
+    /// filter's bits: treat it as a secret (state snapshots hold it; write them where only
+    /// their owner reads). With [`redis`](Self::redis), a key given here is kept out of Redis:
+    /// every process that shares the filter must give the same one.
     ///
     /// # Examples
     ///

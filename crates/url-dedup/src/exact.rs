@@ -122,8 +122,12 @@ impl Exact {
     ) -> Result<Self, Error> {
         use url_dedup_bloom::ItemHasher;
         use url_dedup_redis::{Error as RedisError, RedisSegmentStore, StoreOptions};
+        // A key given by the caller stays out of Redis: processes that share the filter
+        // bring it themselves. Without one, the first process's random key is shared through
+        // the metadata.
         let options = || StoreOptions {
             backoff,
+            key,
             ..StoreOptions::new(prefix)
         };
         match RedisSegmentStore::join::<SipHash13>(url, options()) {
