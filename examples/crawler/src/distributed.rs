@@ -22,7 +22,9 @@
 //!   sees it within a heartbeat, finishes its fetches in flight, acknowledges them and leaves.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,6 +57,11 @@ type SeenFilter = SegmentedBloomFilter<SipHash13, RedisSegmentStore>;
 /// How long an idle spider waits for work before it checks whether the crawl is over.
 const IDLE_WAIT: Duration = Duration::from_millis(300);
 
+/// URLs offered to the shared filter and pushed to the frontier in one go: a long seed list or
+/// a page of thousands of links reaches the frontier, and the other processes' spiders, batch
+/// by batch instead of all at the end, and no single push script holds Redis for long.
+const OFFER_BATCH: usize = 256;
+
 /// Where a process finds the shared crawl.
 #[derive(Clone, Debug)]
 pub(crate) struct Shared {
@@ -84,7 +91,12 @@ struct Node {
     every: Option<Duration>,
     robots: Mutex<HashMap<String, Arc<RobotsRules>>>,
     monitor: Arc<Monitor>,
-    fetched_log: Mutex<std::io::BufWriter<std::fs::File>>,
+    /// `status<TAB>url` of every response this process received.
+    fetched: Record,
+    /// `offered<TAB>decided<TAB>url` of every URL this process admitted (pushed to the
+    /// frontier), the times in microseconds since the Unix epoch: when the batch it came in
+    /// was offered to the shared filter, and when it was queued.
+    admitted: Record,
     stopping: AtomicBool,
     started: AtomicU64,
 }
@@ -152,8 +164,8 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
     if let Some(addr) = config.status {
         crate::monitor::start(monitor.clone(), addr).await?;
     }
-    let log_path = config.out.join(format!("fetched-{me}.tsv"));
-    let file = std::fs::File::create(&log_path).map_err(CrawlError::io("creating", &log_path))?;
+    let fetched = Record::create(config.out.join(format!("fetched-{me}.tsv")))?;
+    let admitted = Record::create(config.out.join(format!("admitted-{me}.tsv")))?;
 
     let node = Arc::new(Node {
         canon: Canonicalizer::default(),
@@ -173,7 +185,8 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         every: shared.every,
         robots: Mutex::new(HashMap::new()),
         monitor,
-        fetched_log: Mutex::new(std::io::BufWriter::new(file)),
+        fetched,
+        admitted,
         stopping: AtomicBool::new(false),
         started: AtomicU64::new(0),
         config,
@@ -198,11 +211,8 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
         abort: {
             let node = node.clone();
             move || {
-                let _ = node
-                    .fetched_log
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .flush();
+                let _ = node.fetched.flush();
+                let _ = node.admitted.flush();
             }
         },
     })
@@ -239,11 +249,8 @@ pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, C
     }
     housekeeping.abort();
     signals.abort();
-    node.fetched_log
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .flush()
-        .map_err(CrawlError::io("writing", &log_path))?;
+    node.fetched.flush()?;
+    node.admitted.flush()?;
     // Nothing should be held here; whatever is goes back for the others at once.
     node.shards.leave().await?;
     if let Some(e) = failure {
@@ -273,6 +280,40 @@ fn summary(node: &Node) -> HashMap<&'static str, serde_json::Value> {
         ("most_shards", load(&c.most_shards)),
         ("skips", serde_json::json!(c.skips())),
     ])
+}
+
+/// A tab-separated record this process keeps in its output directory.
+struct Record {
+    path: PathBuf,
+    out: Mutex<BufWriter<File>>,
+}
+
+impl Record {
+    fn create(path: PathBuf) -> Result<Self, CrawlError> {
+        let file = File::create(&path).map_err(CrawlError::io("creating", &path))?;
+        Ok(Self {
+            path,
+            out: Mutex::new(BufWriter::new(file)),
+        })
+    }
+
+    /// Appends one line.
+    fn write(&self, line: std::fmt::Arguments<'_>) -> Result<(), CrawlError> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        writeln!(out, "{line}").map_err(CrawlError::io("writing", &self.path))
+    }
+
+    fn flush(&self) -> Result<(), CrawlError> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        out.flush().map_err(CrawlError::io("writing", &self.path))
+    }
+}
+
+/// Wall-clock microseconds since the Unix epoch: comparable between the processes of a host.
+fn micros_since_epoch() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros())
 }
 
 /// The crawl's hash key: drawn by the first process, read by the others.
@@ -527,7 +568,7 @@ impl Node {
     }
 
     /// Offers links found on page `from` (none for the seeds) to the shared done set; pushes
-    /// the new ones to the frontier.
+    /// the new ones to the frontier, [`OFFER_BATCH`] URLs at a time.
     async fn offer(&self, found: Vec<Url>, from: Option<&Url>) -> Result<(), CrawlError> {
         let c = &self.monitor.counters;
         let mut urls = Vec::with_capacity(found.len());
@@ -541,6 +582,22 @@ impl Node {
         }
         urls.sort_unstable();
         urls.dedup();
+        let mut rest = urls.into_iter().peekable();
+        while rest.peek().is_some() {
+            let batch: Vec<String> = rest.by_ref().take(OFFER_BATCH).collect();
+            self.offer_batch(batch, from).await?;
+        }
+        Ok(())
+    }
+
+    /// One batch of [`offer`](Self::offer): template budgets, the filter, the frontier.
+    async fn offer_batch(
+        &self,
+        mut urls: Vec<String>,
+        from: Option<&Url>,
+    ) -> Result<(), CrawlError> {
+        let c = &self.monitor.counters;
+        let offered = micros_since_epoch();
         if let Some(page) = from {
             urls = self.within_template_budgets(page, urls).await?;
         }
@@ -555,13 +612,17 @@ impl Node {
         .await
         .map_err(|e| CrawlError::Options(format!("filter task: {e}")))??;
         let mut tasks = Vec::new();
+        let mut queued = Vec::new();
         for (url, is_new) in urls.iter().zip(new) {
             if !is_new {
                 Counters::add(&c.duplicates, 1);
                 continue;
             }
             match NewTask::from_url(url) {
-                Ok(t) => tasks.push(t),
+                Ok(t) => {
+                    tasks.push(t);
+                    queued.push(url);
+                }
                 Err(e) => {
                     c.skip(SkipReason::BadUrl);
                     self.monitor.logger.warn(&format!("{url}: {e}")).await;
@@ -572,6 +633,11 @@ impl Node {
             let n = tasks.len() as u64;
             self.shards.push(tasks).await?;
             Counters::add(&c.queued, n);
+            let decided = micros_since_epoch();
+            for url in queued {
+                self.admitted
+                    .write(format_args!("{offered}\t{decided}\t{url}"))?;
+            }
         }
         Ok(())
     }
@@ -671,11 +737,8 @@ impl Node {
         };
         Counters::add(&c.fetched, 1);
         Counters::add(&c.bytes, exchange.body.len() as u64);
-        {
-            let mut log = self.fetched_log.lock().unwrap_or_else(|p| p.into_inner());
-            writeln!(log, "{}\t{}", exchange.status.as_u16(), url)
-                .map_err(CrawlError::io("writing fetched log", &self.config.out))?;
-        }
+        self.fetched
+            .write(format_args!("{}\t{url}", exchange.status.as_u16()))?;
         let mut found = Vec::new();
         if exchange.status == reqwest::StatusCode::NOT_MODIFIED {
             // Unchanged since the last period: its links were followed then.

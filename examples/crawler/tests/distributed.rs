@@ -127,7 +127,11 @@ fn finish_summary(child: Child, limit: Duration) -> serde_json::Value {
         }
         if begin.elapsed() > limit {
             let _ = child.kill();
-            panic!("crawler did not finish within {limit:?}");
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "crawler did not finish within {limit:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -145,25 +149,165 @@ fn page_hits(site: &Site, pages: usize) -> Vec<u32> {
     (0..pages).map(|i| site.hit(&format!("/p/{i}"))).collect()
 }
 
+/// What one racer admitted: `(offered, decided, url)` per URL, times in microseconds.
+fn admissions(dir: &Path) -> Vec<(u128, u128, String)> {
+    let log = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("admitted-"))
+        })
+        .expect("an admission log");
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Holds every Redis write until `release`: processes started meanwhile block on their first
+/// write (`CLIENT PAUSE WRITE`), so they leave the gate together.
+struct StartGate(redis::Connection);
+
+impl StartGate {
+    fn close(redis: &str) -> Self {
+        let mut conn = redis::Client::open(redis)
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(60_000)
+            .arg("WRITE")
+            .query(&mut conn)
+            .unwrap();
+        Self(conn)
+    }
+
+    /// Waits until `n` clients are held at the gate, then opens it.
+    fn release_when_waiting(mut self, n: usize) {
+        wait_until(Duration::from_secs(60), || {
+            let info: String = redis::cmd("INFO")
+                .arg("clients")
+                .query(&mut self.0)
+                .unwrap();
+            info.lines()
+                .find_map(|l| l.strip_prefix("blocked_clients:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .is_some_and(|b| b >= n)
+        });
+        let () = redis::cmd("CLIENT")
+            .arg("UNPAUSE")
+            .query(&mut self.0)
+            .unwrap();
+    }
+}
+
+/// A site of `pages` pages on `hosts` ports, page i on port i % hosts: page i links to the
+/// root, to 2i+1 and 2i+2 (a binary tree, so every page is reachable) and to i+1, so most pages
+/// have two parents, often fetched by different processes.
+fn racecourse(pages: usize, hosts: usize, delay: Duration) -> Site {
+    let origins: Arc<OnceLock<Vec<String>>> = Arc::default();
+    let o = origins.clone();
+    let site = Site::start_ports(hosts, move |path, headers| {
+        let origins = o.get().unwrap();
+        let host = common::header_value(headers, axum::http::header::HOST);
+        let Some(h) = origins.iter().position(|o| o.ends_with(host)) else {
+            return Reply::not_found();
+        };
+        let Some(i) = path
+            .strip_prefix("/p/")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&i| i < pages && i % hosts == h)
+        else {
+            return Reply::not_found();
+        };
+        let body: String = [0, 2 * i + 1, 2 * i + 2, i + 1]
+            .into_iter()
+            .filter(|&j| j < pages)
+            .map(|j| format!("<a href=\"{}/p/{j}\">{j}</a>", origins[j % hosts]))
+            .collect();
+        Reply::html(body).delayed(delay)
+    });
+    origins.set(site.origins.clone()).unwrap();
+    site
+}
+
+/// Three processes race on the same URLs: started together (every Redis write held until all
+/// three wait at it), given the same seeds in the same order, then crawling a site whose pages
+/// mostly have two parents. Every URL is admitted by exactly one of them and fetched once, and
+/// the race is real: each admitted some URLs while the others were admitting theirs.
 #[test]
-fn three_processes_fetch_each_page_once() {
-    let Some(redis) = RedisServer::start_or_skip("three_processes_fetch_each_page_once") else {
+fn racing_processes_admit_each_url_exactly_once() {
+    let Some(redis) = RedisServer::start_or_skip("racing_processes_admit_each_url_exactly_once")
+    else {
         return;
     };
-    const PAGES: usize = 120;
-    let site = tree_site(PAGES, Duration::from_millis(2));
-    let seed = site.url("/p/0");
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    const PAGES: usize = 600;
+    const HOSTS: usize = 24;
+    const RACERS: usize = 3;
+    let site = racecourse(PAGES, HOSTS, Duration::from_millis(5));
+    let seeds: Vec<String> = (0..HOSTS)
+        .map(|h| format!("{}/p/{h}", site.origins[h]))
+        .collect();
+    let dirs: Vec<_> = (0..RACERS).map(|_| tempfile::tempdir().unwrap()).collect();
+    let gate = StartGate::close(&redis.url());
     let children: Vec<_> = dirs
         .iter()
-        .map(|d| spawn(d.path(), &redis.url(), "once", &seed, &["--workers", "2"]))
+        .map(|d| {
+            let mut args = vec!["--workers", "2", "--lease-ms", "600"];
+            args.extend(seeds[1..].iter().map(String::as_str));
+            spawn(d.path(), &redis.url(), "race", &seeds[0], &args)
+        })
         .collect();
+    gate.release_when_waiting(RACERS);
     let fetched: Vec<u64> = children
         .into_iter()
-        .map(|c| finish(c, Duration::from_secs(60)))
+        .map(|c| finish(c, Duration::from_secs(120)))
         .collect();
-    assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
+    assert_eq!(
+        page_hits(&site, PAGES),
+        vec![1; PAGES],
+        "each page fetched once"
+    );
     assert_eq!(fetched.iter().sum::<u64>(), PAGES as u64, "{fetched:?}");
+
+    let logs: Vec<_> = dirs.iter().map(|d| admissions(d.path())).collect();
+    let counts: Vec<usize> = logs.iter().map(Vec::len).collect();
+    // Zero double admissions: every URL once, over all racers.
+    let mut all: Vec<&String> = logs.iter().flatten().map(|(_, _, u)| u).collect();
+    all.sort();
+    let admitted = all.len();
+    all.dedup();
+    assert_eq!(admitted, all.len(), "a URL admitted twice: {counts:?}");
+    assert_eq!(all.len(), PAGES, "{counts:?}");
+    // Real overlap: every racer admitted some, and their admission windows intersect.
+    assert!(
+        counts.iter().all(|&n| n > 0),
+        "a racer admitted nothing: {counts:?}"
+    );
+    let windows: Vec<(u128, u128)> = logs
+        .iter()
+        .map(|l| {
+            let first = l.iter().map(|a| a.0).min().unwrap();
+            let last = l.iter().map(|a| a.1).max().unwrap();
+            (first, last)
+        })
+        .collect();
+    let latest_start = windows.iter().map(|w| w.0).max().unwrap();
+    let earliest_end = windows.iter().map(|w| w.1).min().unwrap();
+    assert!(
+        latest_start < earliest_end,
+        "the racers admitted one after the other: {windows:?} ({counts:?})"
+    );
 }
 
 #[test]
@@ -239,6 +383,42 @@ fn a_process_joining_mid_crawl_takes_a_share() {
     assert!(fetched(&second) > 0, "the joining process fetched nothing");
     assert_eq!(fetched(&first) + fetched(&second), PAGES as u64);
     assert_eq!(forest.hits(), vec![1; PAGES]);
+}
+
+/// SIGTERM (or Ctrl-C) makes a process of a shared crawl finish its fetches, acknowledge them
+/// and leave; the crawl goes on with the next process, and no page is fetched twice.
+#[test]
+fn a_signalled_process_drains_and_the_crawl_resumes_without_a_repeat() {
+    let Some(redis) = RedisServer::start_or_skip("a_signalled_process_drains") else {
+        return;
+    };
+    const PAGES: usize = 200;
+    let site = tree_site(PAGES, Duration::from_millis(20));
+    let seed = site.url("/p/0");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = ["--workers", "3", "--lease-ms", "600"];
+    let mut first = spawn(a.path(), &redis.url(), "signal", &seed, &args);
+    let mut stderr = common::Lines::new(first.stderr.take().unwrap());
+    wait_until(Duration::from_secs(30), || {
+        page_hits(&site, PAGES).iter().sum::<u32>() >= 20
+    });
+    common::signal(&first, "TERM");
+    stderr.wait_for("interrupted (SIGTERM)", Duration::from_secs(30));
+    let before = finish(first, Duration::from_secs(30));
+    let served: u32 = page_hits(&site, PAGES).iter().sum();
+    assert!(
+        before < PAGES as u64,
+        "the first process was not stopped early"
+    );
+    assert_eq!(
+        u64::from(served),
+        before,
+        "every fetch it started was finished"
+    );
+    let second = spawn(b.path(), &redis.url(), "signal", &seed, &args);
+    let after = finish(second, Duration::from_secs(60));
+    assert_eq!(before + after, PAGES as u64);
+    assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
 }
 
 #[test]

@@ -88,6 +88,8 @@ type Handler = dyn Fn(&str, &HeaderMap) -> Reply + Send + Sync;
 /// A running test site.
 pub struct Site {
     pub origin: String,
+    /// Every listening address, `origin` first ([`Site::start_ports`]).
+    pub origins: Vec<String>,
     hits: Arc<Mutex<BTreeMap<String, u32>>>,
     in_flight: Arc<AtomicUsize>,
     max_in_flight: Arc<AtomicUsize>,
@@ -99,15 +101,31 @@ impl Site {
     /// Serves `handler(path_and_query, headers)`; `{origin}` is not known to the handler, so
     /// links are relative or built from [`Site::origin`] afterwards.
     pub fn start(handler: impl Fn(&str, &HeaderMap) -> Reply + Send + Sync + 'static) -> Self {
+        Self::start_ports(1, handler)
+    }
+
+    /// [`Site::start`] on `ports` ports at once, each a host of its own to a crawler (hosts
+    /// are `address:port`); the handler sees the `Host` header among the headers.
+    pub fn start_ports(
+        ports: usize,
+        handler: impl Fn(&str, &HeaderMap) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let listeners: Vec<_> = (0..ports)
+            .map(|_| {
+                runtime
+                    .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+                    .unwrap()
+            })
+            .collect();
+        let origins: Vec<String> = listeners
+            .iter()
+            .map(|l| format!("http://{}", l.local_addr().unwrap()))
+            .collect();
         let hits: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
         let in_flight = Arc::new(AtomicUsize::new(0));
         let max_in_flight = Arc::new(AtomicUsize::new(0));
@@ -146,9 +164,13 @@ impl Site {
                 r.body(Body::from(reply.body)).unwrap()
             }
         });
-        runtime.spawn(async move { axum::serve(listener, app).await });
+        for listener in listeners {
+            let app = app.clone();
+            runtime.spawn(async move { axum::serve(listener, app).await });
+        }
         Self {
-            origin,
+            origin: origins[0].clone(),
+            origins,
             hits,
             in_flight,
             max_in_flight,
