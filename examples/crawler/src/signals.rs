@@ -43,7 +43,7 @@ where
             return;
         };
         eprintln!(
-            "interrupted ({}): finishing the requests in flight, then checkpointing; \
+            "interrupted ({}): finishing the requests in flight, then stopping; \
              signal again to stop at once (the next run resumes)",
             first.name
         );
