@@ -101,6 +101,15 @@ pub enum Error {
         /// The metadata key.
         meta: String,
     },
+    /// A data key of a growing filter has more than one layer, and the caller gave only
+    /// first-layer probes (the [`SegmentStore`](url_dedup_segmented::SegmentStore) interface):
+    /// use [`SharedFilter`](crate::SharedFilter), which hashes items itself and finds their
+    /// bits in every layer.
+    #[error("data key {key} has grown past its first layer: open the filter as a SharedFilter")]
+    Grown {
+        /// The data key.
+        key: String,
+    },
     /// No filter metadata exists at this key.
     #[error("no filter at {key}")]
     NoFilter {

@@ -21,19 +21,24 @@ use crate::wire::{Reply, Wire};
 /// Format version of the metadata hash; bumped if key names or bit meanings ever change.
 /// Version 2 put a header in front of every data key.
 const META_VERSION: u64 = 2;
-/// Bits at the start of every data key before its first segment: the filter's generation
-/// (`i64` at bit 0) and a count of the commands that wrote the key (`i64` at bit 64); the
-/// rest is reserved. Every command on the key reads both in the same atomic `BITFIELD`, so a
-/// key that vanished (a Redis restarted empty, `FLUSHALL`) or went back in time (a failover
-/// to a replica that missed writes) is noticed on the round trip that meets it, at no extra
-/// round trip.
-const HEADER_BITS: u64 = 256;
+/// Bits at the start of every data key before its first segment, four `i64` fields: the
+/// filter's generation, a count of the commands that wrote the key, the key's number of
+/// layers (a growing filter adds layers key by key), and the items admitted into its newest
+/// layer. Every command on the key reads them in the same atomic `BITFIELD`, so a key that
+/// vanished (a Redis restarted empty, `FLUSHALL`) or went back in time (a failover to a
+/// replica that missed writes) is noticed on the round trip that meets it, at no extra round
+/// trip, and so is a key that grew since the client last met it.
+pub(crate) const HEADER_BITS: u64 = 256;
 /// Bit offset of the generation in a data key's header.
-const GENERATION_AT: u64 = 0;
+pub(crate) const GENERATION_AT: u64 = 0;
 /// Bit offset of the write count in a data key's header.
-const WRITES_AT: u64 = 64;
-/// Header values each command reads: generation and write count.
-const HEADER_OPS: usize = 2;
+pub(crate) const WRITES_AT: u64 = 64;
+/// Bit offset of the layer count in a data key's header (0 reads as 1: keys start with one).
+pub(crate) const LAYERS_AT: u64 = 128;
+/// Bit offset of the count of items admitted into the key's newest layer.
+pub(crate) const ADMITTED_AT: u64 = 192;
+/// Header values each command reads: generation, write count, layers, admitted.
+const HEADER_OPS: usize = 4;
 /// Longest a client answers from its cache of known bits alone before it checks a key's
 /// header again: a reset is noticed within about this long even when every URL is known.
 const VERIFY_EVERY: Duration = Duration::from_secs(1);
@@ -354,10 +359,12 @@ impl Meta {
         (self.layout.segments() - index * per_key).min(per_key)
     }
 
-    /// The 32 bytes a data key starts with: generation, no writes yet, reserved zeros.
+    /// The 32 bytes a data key starts with: generation, no writes yet, one layer, nothing
+    /// admitted.
     fn header_bytes(&self) -> [u8; (HEADER_BITS / 8) as usize] {
         let mut header = [0u8; (HEADER_BITS / 8) as usize];
         header[..8].copy_from_slice(&self.generation.to_be_bytes());
+        header[16..24].copy_from_slice(&1i64.to_be_bytes());
         header
     }
 
@@ -474,6 +481,10 @@ pub struct RedisSegmentStore {
     /// Per data key, the highest write count its header has shown this client: a lower one
     /// later means the key lost writes.
     writes_seen: Box<[AtomicI64]>,
+    /// Per data key, the layers it had when last met (see [`HEADER_BITS`]).
+    layers_seen: Box<[std::sync::atomic::AtomicU32]>,
+    /// Per data key, admissions counted here and not yet added to its header.
+    pending_admitted: Box<[AtomicU64]>,
     /// When the store was opened; `verified` counts milliseconds from here.
     opened: Instant,
     /// When a data key's header was last checked.
@@ -717,6 +728,10 @@ impl RedisSegmentStore {
             bits_sent: AtomicU64::new(0),
             bits_skipped: AtomicU64::new(0),
             writes_seen: (0..keys).map(|_| AtomicI64::new(0)).collect(),
+            layers_seen: (0..keys)
+                .map(|_| std::sync::atomic::AtomicU32::new(1))
+                .collect(),
+            pending_admitted: (0..keys).map(|_| AtomicU64::new(0)).collect(),
             opened: Instant::now(),
             verified: AtomicU64::new(0),
         }
@@ -987,6 +1002,14 @@ impl RedisSegmentStore {
         Ok(Live { admin, wire })
     }
 
+    /// The error for a probe (the [`SegmentStore`] interface, which sees only first-layer
+    /// probes) that meets a data key of more than one layer.
+    fn grown(&self, key: u64) -> Error {
+        Error::Grown {
+            key: self.options.data_key(key),
+        }
+    }
+
     /// The error for a filter found reset; empties the cache of known bits, whose bits may
     /// be gone from Redis.
     fn reset(&self, detail: &str) -> Error {
@@ -1009,16 +1032,17 @@ impl RedisSegmentStore {
             .map_or(0, |seen| seen.load(Ordering::Relaxed))
     }
 
-    /// Checks the header values a batch's commands read (generation and write count, per
-    /// command, in order) against the generation and each command's floor (see
-    /// [`writes_floor`](Self::writes_floor)).
+    /// Checks the header values a batch's commands read (per command, in order: generation,
+    /// write count, layers, admitted) against the generation and each command's floor (see
+    /// [`writes_floor`](Self::writes_floor)); returns each command's header.
     fn check_headers(
         &self,
         commands: impl Iterator<Item = (u64, i64)>,
         headers: &[i64],
-    ) -> Result<()> {
+    ) -> Result<Vec<KeyHeader>> {
+        let mut out = Vec::new();
         for ((key, floor), header) in commands.zip(headers.chunks(HEADER_OPS)) {
-            let &[generation, writes] = header else {
+            let &[generation, writes, layers, admitted] = header else {
                 return Err(corrupt(&self.options.prefix, "short BITFIELD header"));
             };
             if generation != self.meta.generation {
@@ -1042,30 +1066,64 @@ impl RedisSegmentStore {
             if let Some(seen) = self.writes_seen.get(key as usize) {
                 seen.fetch_max(writes, Ordering::Relaxed);
             }
+            let header = KeyHeader {
+                key,
+                layers: u32::try_from(layers.max(1)).unwrap_or(u32::MAX),
+                admitted: u64::try_from(admitted).unwrap_or(0),
+            };
+            self.note_layers(key, header.layers);
+            out.push(header);
         }
         self.verified
             .store(self.opened.elapsed().as_millis() as u64, Ordering::Relaxed);
-        Ok(())
+        Ok(out)
     }
 
-    /// Reads data key `key`'s header alone: its generation and write count.
-    fn read_header(&self, key: u64) -> Result<(i64, i64)> {
+    /// Remembers that data key `key` has at least `layers` layers.
+    fn note_layers(&self, key: u64, layers: u32) {
+        if let Some(seen) = self.layers_seen.get(key as usize) {
+            seen.fetch_max(layers, Ordering::Relaxed);
+        }
+    }
+
+    /// The layers data key `key` had when this client last met it.
+    pub(crate) fn layers_of(&self, key: u64) -> u32 {
+        self.layers_seen
+            .get(key as usize)
+            .map_or(1, |seen| seen.load(Ordering::Relaxed).max(1))
+    }
+
+    /// Takes the admissions this client counted on `key` and has not reported yet.
+    fn take_pending(&self, key: u64) -> u64 {
+        self.pending_admitted
+            .get(key as usize)
+            .map_or(0, |p| p.swap(0, Ordering::Relaxed))
+    }
+
+    /// Counts admissions into `key`'s newest layer, reported with the next command there.
+    pub(crate) fn add_pending(&self, key: u64, admitted: u64) {
+        if let Some(p) = self.pending_admitted.get(key as usize) {
+            p.fetch_add(admitted, Ordering::Relaxed);
+        }
+    }
+
+    /// Reads data key `key`'s header alone and checks it.
+    fn check_key(&self, key: u64) -> Result<KeyHeader> {
+        let floor = self.writes_floor(key);
         let data_key = self.options.data_key(key);
         let values: Vec<Option<i64>> = self.with_connection("check filter", |live| {
-            redis::cmd("BITFIELD_RO")
-                .arg(&data_key)
-                .arg("GET")
-                .arg("i64")
-                .arg(GENERATION_AT)
-                .arg("GET")
-                .arg("i64")
-                .arg(WRITES_AT)
-                .query(&mut live.admin)
+            let mut cmd = redis::cmd("BITFIELD_RO");
+            cmd.arg(&data_key);
+            for at in [GENERATION_AT, WRITES_AT, LAYERS_AT, ADMITTED_AT] {
+                cmd.arg("GET").arg("i64").arg(at);
+            }
+            cmd.query(&mut live.admin)
         })?;
-        match values[..] {
-            [generation, writes] => Ok((generation.unwrap_or(0), writes.unwrap_or(0))),
-            _ => Err(corrupt(&data_key, "BITFIELD_RO answered no header")),
-        }
+        let header: Vec<i64> = values.into_iter().map(|v| v.unwrap_or(0)).collect();
+        let mut checked = self.check_headers(std::iter::once((key, floor)), &header)?;
+        checked
+            .pop()
+            .ok_or_else(|| corrupt(&data_key, "BITFIELD_RO answered no header"))
     }
 
     /// Whether the store has gone [`VERIFY_EVERY`] without meeting a data key's header.
@@ -1137,7 +1195,7 @@ impl RedisSegmentStore {
             layout.offsets(probes[i]).map(move |offset| base + offset)
         });
         let ops = members.len() * layout.hashes() as usize;
-        pack_bitfield_command(packed, set, &self.options.data_key(key), ops, offsets);
+        pack_bitfield_command(packed, set, &self.options.data_key(key), 0, ops, offsets);
     }
 
     /// The batch's probe indexes sorted by data key; stable, so a repeat sees its first
@@ -1255,10 +1313,12 @@ impl RedisSegmentStore {
         let items_start = if c == 0 { 0 } else { plan.commands[c - 1].1 };
         let from = plan.offsets_start(items_start);
         let to = plan.items[items_end - 1].1;
+        let admitted = if set { self.take_pending(key) } else { 0 };
         pack_bitfield_command(
             &mut plan.packed,
             set,
             &self.options.data_key(key),
+            admitted,
             to - from,
             plan.offsets[from..to].iter().copied(),
         );
@@ -1268,7 +1328,12 @@ impl RedisSegmentStore {
     /// batch, one pipelined round trip, leaving out bits known set. Fills `answers` with "any
     /// bit was 0" (`set`) or "all bits are 1", learns the bits seen set, and returns whether
     /// the batch was retried (a failed attempt may have run before its reply was lost).
-    fn bitfield_batch(&self, set: bool, probes: &[Probe], answers: &mut [bool]) -> Result<bool> {
+    fn bitfield_batch(
+        &self,
+        set: bool,
+        probes: &[Probe],
+        answers: &mut [bool],
+    ) -> Result<BatchReport> {
         let known = self.known.as_ref();
         let k = self.meta.layout.hashes() as usize;
         let mut plan = Plan::default();
@@ -1277,6 +1342,7 @@ impl RedisSegmentStore {
         let mut attempts = 0;
         // Whether an attempt whose reply was lost had run.
         let mut ran = false;
+        let mut report = BatchReport::default();
         if let Some(known) = known.filter(|k| self.all_known(k, probes)) {
             // Nothing to ask: every item is a duplicate, and present. Unless the store has
             // not met a header for a while: then one key is asked, so that a reset is noticed
@@ -1285,9 +1351,7 @@ impl RedisSegmentStore {
             plan.skipped = (probes.len() * k) as u64;
             if self.verification_due() {
                 let key = self.locate(probes[0].segment).0;
-                let floor = self.writes_floor(key);
-                let (generation, writes) = self.read_header(key)?;
-                self.check_headers(std::iter::once((key, floor)), &[generation, writes])?;
+                self.check_key(key)?;
             }
         } else {
             let order = self.key_order(probes);
@@ -1382,7 +1446,8 @@ impl RedisSegmentStore {
         self.bits_sent
             .fetch_add(plan.offsets.len() as u64, Ordering::Relaxed);
         self.bits_skipped.fetch_add(plan.skipped, Ordering::Relaxed);
-        Ok(ran)
+        report.ran = ran;
+        Ok(report)
     }
 
     fn optimistic_check_and_insert(&self, probes: &[Probe], new: &mut [bool]) -> Result<bool> {
@@ -1484,6 +1549,25 @@ impl RedisSegmentStore {
     }
 }
 
+/// What a command read from its data key's header.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyHeader {
+    pub(crate) key: u64,
+    /// Layers the key has (a growing filter adds them key by key).
+    pub(crate) layers: u32,
+    /// Items admitted into its newest layer, as counted so far.
+    pub(crate) admitted: u64,
+}
+
+/// What one batch of `BITFIELD`s met beyond its answers.
+#[derive(Debug, Default)]
+pub(crate) struct BatchReport {
+    /// Whether an attempt whose reply was lost had run.
+    pub(crate) ran: bool,
+    /// Per command: its key's header and the probe indices it carried.
+    pub(crate) commands: Vec<(KeyHeader, Vec<usize>)>,
+}
+
 /// One batch's `BITFIELD` commands, built by [`RedisSegmentStore::plan_and_send`].
 #[derive(Default)]
 struct Plan {
@@ -1550,7 +1634,17 @@ impl SegmentStore for RedisSegmentStore {
         self.check_probes(probes)?;
         let mut answers = vec![false; probes.len()];
         let uncertain = match self.options.mode {
-            WriteMode::Bitfield => self.bitfield_batch(true, probes, &mut answers)?,
+            WriteMode::Bitfield => {
+                let report = self.bitfield_batch(true, probes, &mut answers)?;
+                for (header, members) in &report.commands {
+                    if header.layers > 1 {
+                        return Err(self.grown(header.key));
+                    }
+                    let new = members.iter().filter(|&&i| answers[i]).count() as u64;
+                    self.add_pending(header.key, new);
+                }
+                report.ran
+            }
             WriteMode::Optimistic => self.optimistic_check_and_insert(probes, &mut answers)?,
         };
         if uncertain && self.options.uncertain == Uncertain::AssumeNew {
@@ -1566,7 +1660,13 @@ impl SegmentStore for RedisSegmentStore {
         }
         self.check_probes(probes)?;
         let mut answers = vec![true; probes.len()];
-        self.bitfield_batch(false, probes, &mut answers)?;
+        let report = self.bitfield_batch(false, probes, &mut answers)?;
+        for (header, members) in &report.commands {
+            // Found in the first layer is found; not found there may be in another.
+            if header.layers > 1 && members.iter().any(|&i| !answers[i]) {
+                return Err(self.grown(header.key));
+            }
+        }
         found.extend_from_slice(&answers);
         Ok(())
     }
@@ -1676,11 +1776,12 @@ fn pack_bitfield_command(
     packed: &mut Packed,
     set: bool,
     key: &str,
+    admitted: u64,
     ops: usize,
     offsets: impl Iterator<Item = u64>,
 ) {
     let per_op = if set { 4 } else { 3 };
-    let header_args = if set { 3 + 4 } else { 3 + 3 };
+    let header_args = if set { 3 + 4 + 3 + 4 } else { 3 * 4 };
     packed.command(2 + header_args + ops * per_op);
     packed.bulk(if set { b"BITFIELD" } else { b"BITFIELD_RO" });
     packed.bulk(key.as_bytes());
@@ -1696,6 +1797,20 @@ fn pack_bitfield_command(
         packed.bulk(b"GET");
         packed.bulk(b"i64");
         packed.bulk_u64(WRITES_AT);
+    }
+    packed.bulk(b"GET");
+    packed.bulk(b"i64");
+    packed.bulk_u64(LAYERS_AT);
+    if set {
+        // Admissions this client counted on the key since its last command there.
+        packed.bulk(b"INCRBY");
+        packed.bulk(b"i64");
+        packed.bulk_u64(ADMITTED_AT);
+        packed.bulk_u64(admitted);
+    } else {
+        packed.bulk(b"GET");
+        packed.bulk(b"i64");
+        packed.bulk_u64(ADMITTED_AT);
     }
     // The fixed parts of each operation, pre-encoded.
     let (head, tail): (&[u8], &[u8]) = if set {
