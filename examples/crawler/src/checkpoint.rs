@@ -1,28 +1,30 @@
 //! Periodic, atomic checkpoints of the crawl state: the run queue, the per-host admission
-//! counts and the done-set filter, in the workspace's snapshot format.
+//! counts and the done set, in the workspace's snapshot format.
 //!
 //! The file `checkpoint` holds two snapshots back to back: the crawl state (a private kind, its
-//! payload a line-oriented text blob packed into words) and the Bloom filter (kind `BLOOM`).
-//! Both are checksummed. It is written to `checkpoint.tmp`, synced, and renamed over the old one,
+//! payload a line-oriented text blob packed into words) and the done set's whole state as the
+//! facade writes it (`UrlDedup::write_to`, kind `DEDUP_STATE`: the exact filter, the similarity
+//! filter with `--similar`, and the configuration they were built under). Both are
+//! checksummed. It is written to `checkpoint.tmp`, synced, and renamed over the old one,
 //! so a crash leaves either the old or the new checkpoint, never a mix; the journal of the old
 //! generation is deleted only after the rename.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, BufWriter, Read};
+use std::io::{BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
 
-use url_dedup_bloom::BloomFilter;
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params};
-use url_dedup_similarity::SimilarityFilter;
 
+use crate::done::{DoneSet, FilterSize};
 use crate::error::CrawlError;
 use crate::frontier::{Job, JobKind};
 
 /// The snapshot kind of the crawl state, in the range the workspace leaves to applications.
 const CRAWL_STATE: Kind = Kind(0x8101);
-/// Version 2 adds the per-template counts (`T` lines); version 1 is still read.
-const VERSION: u16 = 2;
+/// Version 3 follows the state with the facade's done-set snapshot; versions 1 and 2 (a bare
+/// Bloom filter, written before the crawler used the facade) are refused with a clear message.
+const VERSION: u16 = 3;
 /// Largest state blob accepted: a run queue of some ten million URLs.
 const MAX_STATE_BYTES: u64 = 4 << 30;
 
@@ -39,9 +41,7 @@ pub(crate) struct Checkpoint {
     pub(crate) host_admitted: HashMap<String, u64>,
     /// URLs admitted per template budget key (see `crate::template`).
     pub(crate) template_admitted: HashMap<String, u64>,
-    pub(crate) seen: BloomFilter,
-    /// The similarity filter, when the crawl uses one.
-    pub(crate) similar: Option<SimilarityFilter>,
+    pub(crate) done: DoneSet,
 }
 
 /// Borrowed state to write.
@@ -52,8 +52,7 @@ pub(crate) struct CheckpointRef<'a, I> {
     pub(crate) pending: I,
     pub(crate) host_admitted: &'a HashMap<String, u64>,
     pub(crate) template_admitted: &'a HashMap<String, u64>,
-    pub(crate) seen: &'a BloomFilter,
-    pub(crate) similar: Option<&'a SimilarityFilter>,
+    pub(crate) done: &'a DoneSet,
 }
 
 pub(crate) fn path(dir: &Path) -> PathBuf {
@@ -111,20 +110,12 @@ pub(crate) fn write<'a>(
         reason: e.to_string(),
     })?;
     state
-        .seen
+        .done
         .write_to(&mut out)
         .map_err(|e| CrawlError::Checkpoint {
             path: tmp.clone(),
             reason: e.to_string(),
         })?;
-    if let Some(similar) = state.similar {
-        similar
-            .write_to(&mut out)
-            .map_err(|e| CrawlError::Checkpoint {
-                path: tmp.clone(),
-                reason: e.to_string(),
-            })?;
-    }
     let file = out
         .into_inner()
         .map_err(|e| e.into_error())
@@ -139,8 +130,9 @@ pub(crate) fn write<'a>(
     Ok(())
 }
 
-/// Reads the checkpoint of `dir`, `None` when there is none.
-pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
+/// Reads the checkpoint of `dir`, `None` when there is none; its done set must have been
+/// written under `size`'s options.
+pub(crate) fn read(dir: &Path, size: FilterSize) -> Result<Option<Checkpoint>, CrawlError> {
     let path = path(dir);
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -162,7 +154,14 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
     .map_err(|e| damaged(e.to_string()))?;
     let mut p = header.params();
     let version = p.u16().map_err(|e| damaged(e.to_string()))?;
-    if !(1..=VERSION).contains(&version) {
+    if version < VERSION {
+        return Err(damaged(format!(
+            "crawl state version {version} was written by an older build (its done set is a bare \
+             Bloom filter); finish that crawl with the build that started it, or crawl into a \
+             new --out"
+        )));
+    }
+    if version > VERSION {
         return Err(damaged(format!(
             "crawl state version {version}, this build reads {VERSION}"
         )));
@@ -210,16 +209,10 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
             _ => return Err(damaged(format!("unknown state line {line:?}"))),
         }
     }
-    let seen = BloomFilter::read_from(&mut input).map_err(|e| damaged(e.to_string()))?;
-    // A third snapshot, when present, is the similarity filter.
-    let more = !input
-        .fill_buf()
-        .map_err(CrawlError::io("reading checkpoint", &path))?
-        .is_empty();
-    let similar = if more {
-        Some(SimilarityFilter::read_from(&mut input).map_err(|e| damaged(e.to_string()))?)
-    } else {
-        None
+    let done = match DoneSet::restore(size, &mut input) {
+        Ok(d) => d,
+        Err(e @ CrawlError::Options(_)) => return Err(e),
+        Err(e) => return Err(damaged(e.to_string())),
     };
     let mut rest = [0u8; 1];
     if input
@@ -236,8 +229,7 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
         pending,
         host_admitted,
         template_admitted,
-        seen,
-        similar,
+        done,
     }))
 }
 
@@ -245,12 +237,18 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, CrawlError> {
 mod tests {
     use super::*;
 
+    const SIZE: FilterSize = FilterSize {
+        expected_urls: 1000,
+        false_positive_rate: 1e-6,
+        similar: false,
+    };
+
     #[test]
     fn round_trip_and_damage() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(read(dir.path()).unwrap().is_none());
-        let mut seen = BloomFilter::builder().expected_items(1000).build().unwrap();
-        seen.insert("http://h/a");
+        assert!(read(dir.path(), SIZE).unwrap().is_none());
+        let done = DoneSet::local(SIZE).unwrap();
+        done.admit("http://h/a").unwrap();
         let jobs = [
             Job {
                 url: "http://h/a".into(),
@@ -274,43 +272,33 @@ mod tests {
             pending: jobs.iter(),
             host_admitted: &hosts,
             template_admitted: &templates,
-            seen: &seen,
-            similar: None,
+            done: &done,
         };
         write(dir.path(), state).unwrap();
-        let c = read(dir.path()).unwrap().unwrap();
+        let c = read(dir.path(), SIZE).unwrap().unwrap();
         assert_eq!((c.generation, c.pages_done, c.warc_len), (4, 9, 1234));
         assert_eq!(c.pending, jobs);
         assert_eq!(c.host_admitted, hosts);
         assert_eq!(c.template_admitted, templates);
-        assert_eq!(c.seen, seen);
-        assert!(c.similar.is_none());
+        assert!(c.done.contains("http://h/a").unwrap());
+        assert!(!c.done.contains("http://h/b").unwrap());
 
-        let mut similar = SimilarityFilter::builder()
-            .expected_items(100)
-            .build()
-            .unwrap();
-        similar.check_and_insert("http://h/list?sort=a");
-        let state = CheckpointRef {
-            generation: 5,
-            pages_done: 9,
-            warc_len: 1234,
-            pending: jobs.iter(),
-            host_admitted: &hosts,
-            template_admitted: &templates,
-            seen: &seen,
-            similar: Some(&similar),
+        // The done set's options are part of the crawl.
+        let similar = FilterSize {
+            similar: true,
+            ..SIZE
         };
-        write(dir.path(), state).unwrap();
-        let c = read(dir.path()).unwrap().unwrap();
-        assert_eq!(c.similar.unwrap().len(), 1);
+        assert!(matches!(
+            read(dir.path(), similar),
+            Err(CrawlError::Options(_))
+        ));
 
         let mut bytes = fs::read(path(dir.path())).unwrap();
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0x40;
         fs::write(path(dir.path()), &bytes).unwrap();
         assert!(matches!(
-            read(dir.path()),
+            read(dir.path(), SIZE),
             Err(CrawlError::Checkpoint { .. })
         ));
     }

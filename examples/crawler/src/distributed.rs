@@ -9,10 +9,10 @@
 //! * **Partition table**: the leader applies joins and leaves and publishes fenced epochs; a
 //!   process claims only from the virtual nodes it owns, so a joining process takes over its
 //!   share and a leaving one hands its share over, with no page fetched twice.
-//! * **Done set**: one `SegmentedBloomFilter` whose segments live in Redis
-//!   (`RedisSegmentStore`): `BITFIELD` test-and-set, so of two processes finding the same new
-//!   link, exactly one pushes it. The hash key is drawn once per crawl and kept in Redis (`SET
-//!   NX`), so every process computes the same bits and nobody outside can aim at them.
+//! * **Done set**: the facade `url_dedup::UrlDedup` in Redis mode ([`crate::done`]): one
+//!   test-and-set round trip per batch, so of two processes finding the same new link, exactly
+//!   one pushes it. The hash key is drawn once per crawl and kept in the crawl's namespace
+//!   (`SET NX`), so every process brings the same key to the facade.
 //! * **Membership**: a heartbeat lease per process. A process that dies (`kill -9`) stops
 //!   renewing it; the others' housekeeping calls `requeue_dead`, and its claimed URLs go back
 //!   to the front of their hosts' queues (at-least-once: those few are fetched again).
@@ -32,14 +32,11 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use reqwest::header;
 use url::Url;
-use url_dedup_bloom::{HashKey, SipHash13};
-use url_dedup_redis::{
-    ClaimedTask, FrontierSettings, Link, Namespace, NewTask, RedisSegmentStore, StoreOptions,
-    WorkerId,
-};
-use url_dedup_segmented::SegmentedBloomFilter;
+use url_dedup_bloom::HashKey;
+use url_dedup_redis::{ClaimedTask, FrontierSettings, Link, Namespace, NewTask, WorkerId};
 
 use crate::canonical::Canonicalizer;
+use crate::done::{DoneSet, SharedFilter, Verdict};
 use crate::error::CrawlError;
 use crate::fetch::{BodyLimit, Fetcher, Validators};
 use crate::kernel::{Kernels, Response};
@@ -51,8 +48,6 @@ use crate::robots::RobotsRules;
 use crate::shards::ShardedFrontier;
 use crate::skip::SkipReason;
 use crate::template::Lineage;
-
-type SeenFilter = SegmentedBloomFilter<SipHash13, RedisSegmentStore>;
 
 /// How long an idle spider waits for work before it checks whether the crawl is over.
 const IDLE_WAIT: Duration = Duration::from_millis(300);
@@ -71,6 +66,8 @@ pub(crate) struct Shared {
     pub(crate) log_cap: u64,
     /// Incremental crawl: the period between two revisits.
     pub(crate) every: Option<Duration>,
+    /// Retries of the done set's Redis calls.
+    pub(crate) backoff: url_dedup_redis::Backoff,
 }
 
 /// One process of a shared crawl.
@@ -81,7 +78,7 @@ struct Node {
     kernels: Kernels,
     shards: ShardedFrontier,
     me: WorkerId,
-    seen: Arc<SeenFilter>,
+    seen: Arc<DoneSet>,
     conn: ConnectionManager,
     stop_key: String,
     known_key: String,
@@ -119,30 +116,23 @@ pub(crate) async fn raise_stop(redis: &str, name: &str) -> Result<(), CrawlError
 pub(crate) async fn run(config: CrawlConfig, shared: Shared) -> Result<String, CrawlError> {
     std::fs::create_dir_all(&config.out)
         .map_err(CrawlError::io("creating output directory", &config.out))?;
-    let link = Link::connect(&shared.redis).await?;
+    let link = Link::connect_with(&shared.redis, shared.backoff).await?;
     let ns = Namespace::new(&shared.name)?;
     let mut conn = link.connection();
     let me = WorkerId::random("crawler");
 
     let key = crawl_key(&mut conn, &ns).await?;
     let seen = {
-        let (redis, prefix) = (shared.redis.clone(), format!("{}:seen", shared.name));
-        let (items, fpr) = (
-            config.filter.expected_urls,
-            config.filter.false_positive_rate,
-        );
-        tokio::task::spawn_blocking(move || {
-            let layout = RedisSegmentStore::layout_for(items, fpr)?;
-            RedisSegmentStore::create_filter(
-                &redis,
-                StoreOptions::new(prefix),
-                layout,
-                SipHash13::new(key),
-                items,
-            )
-        })
-        .await
-        .map_err(|e| CrawlError::Options(format!("filter setup: {e}")))??
+        let at = SharedFilter {
+            redis: shared.redis.clone(),
+            prefix: format!("{}:seen", shared.name),
+            key,
+            backoff: shared.backoff,
+        };
+        let size = config.filter;
+        tokio::task::spawn_blocking(move || DoneSet::shared(size, &at))
+            .await
+            .map_err(|e| CrawlError::Options(format!("filter setup: {e}")))??
     };
     let settings = FrontierSettings {
         host_delay: config.delay,
@@ -606,17 +596,24 @@ impl Node {
         }
         let seen = self.seen.clone();
         let (urls, new) = tokio::task::spawn_blocking(move || {
-            let new = seen.try_check_and_insert_batch(&urls);
+            let new = seen.admit_batch(&urls);
             new.map(|n| (urls, n))
         })
         .await
         .map_err(|e| CrawlError::Options(format!("filter task: {e}")))??;
         let mut tasks = Vec::new();
         let mut queued = Vec::new();
-        for (url, is_new) in urls.iter().zip(new) {
-            if !is_new {
-                Counters::add(&c.duplicates, 1);
-                continue;
+        for (url, verdict) in urls.iter().zip(new) {
+            match verdict {
+                Verdict::New => {}
+                Verdict::Duplicate => {
+                    Counters::add(&c.duplicates, 1);
+                    continue;
+                }
+                Verdict::Similar(_) => {
+                    c.skip(SkipReason::Similar);
+                    continue;
+                }
             }
             match NewTask::from_url(url) {
                 Ok(t) => {
@@ -661,7 +658,7 @@ impl Node {
         }
         let seen = self.seen.clone();
         let (urls, known) = tokio::task::spawn_blocking(move || {
-            let known = seen.try_contains_batch(&urls);
+            let known = seen.contains_batch(&urls);
             known.map(|k| (urls, k))
         })
         .await

@@ -28,12 +28,12 @@ pub(crate) enum CrawlError {
     /// The host-to-worker table could not be built.
     #[error("partition table: {0}")]
     Partition(#[from] url_dedup_partition::Error),
-    /// The similarity filter could not be built.
-    #[error("similarity filter: {0}")]
-    Similarity(#[from] url_dedup_similarity::Error),
     /// The done-set filter could not be built.
     #[error("dedup filter: {0}")]
     Filter(#[from] url_dedup_bloom::Error),
+    /// The done set (the facade `url_dedup::UrlDedup`) failed or refused.
+    #[error("done set: {0}")]
+    Done(#[from] url_dedup::Error),
     /// The shared crawl's Redis failed or refused (after its retries).
     #[error("shared crawl: {0}")]
     Shared(#[from] url_dedup_redis::Error),

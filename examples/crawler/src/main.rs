@@ -19,10 +19,10 @@
 //! 3. **Scope and traps** ([`scope`], [`traps`]): same host, same registrable domain or a URL
 //!    prefix; URL length, `/` count, depth and a per-host budget. Every skip is reported with
 //!    its reason ([`skip`], `skipped.tsv`).
-//! 4. **Done set** ([`state`]): document 002's "is this URL already done?" is
-//!    `check_and_insert` on a keyed `url_dedup_bloom::BloomFilter`, under the lock that also
-//!    journals the admission, so a URL is admitted exactly once; with `--similar`, document
-//!    004's similarity filter (`url_dedup_similarity`) may also skip it.
+//! 4. **Done set** ([`done`], [`state`]): document 002's "is this URL already done?" is the
+//!    facade `url_dedup::UrlDedup`, the type every embedding crawler uses, asked under the lock
+//!    that also journals the admission, so a URL is admitted exactly once; with `--similar`,
+//!    its similarity filter (document 004) may also skip it.
 //! 5. **Run queue** ([`frontier`], [`router`], [`worker`]): breadth-first; hosts are assigned to
 //!    workers by `url_dedup_partition`'s table (document 002's `Transfer(host) mod n`); each
 //!    host gets one
@@ -60,6 +60,7 @@ mod content_coding;
 mod crawl;
 mod demo;
 mod distributed;
+mod done;
 mod error;
 mod fetch;
 mod frontier;
@@ -128,6 +129,7 @@ fn main() -> ExitCode {
                 lease: std::time::Duration::from_millis(options.lease_ms.max(100)),
                 log_cap: options.log_cap,
                 every: options.every,
+                backoff: options.redis_backoff(),
             };
             let summary = distributed::run(config, shared).await?;
             println!("{summary}");

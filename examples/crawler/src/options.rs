@@ -197,6 +197,14 @@ pub(crate) struct Options {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "redis")]
     pub(crate) every: Option<Duration>,
 
+    /// A shared crawl's Redis unreachable at the start: give up after this long.
+    #[arg(long, default_value_t = 3_000, value_name = "MS")]
+    pub(crate) redis_first_contact_ms: u64,
+
+    /// A shared crawl's Redis unreachable during the crawl: retry for this long, then stop.
+    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    pub(crate) redis_give_up_ms: u64,
+
     /// Longest entry count of the shared log stream in Redis (warnings and errors of every
     /// process).
     #[arg(long, default_value_t = 1000, value_name = "N")]
@@ -254,6 +262,17 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 impl Options {
+    /// How long the shared crawl's Redis calls retry (--redis-first-contact-ms,
+    /// --redis-give-up-ms).
+    pub(crate) fn redis_backoff(&self) -> url_dedup_redis::Backoff {
+        let give_up = Duration::from_millis(self.redis_give_up_ms.max(1));
+        url_dedup_redis::Backoff {
+            give_up_after: give_up,
+            first_contact: Duration::from_millis(self.redis_first_contact_ms.max(1)).min(give_up),
+            ..url_dedup_redis::Backoff::default()
+        }
+    }
+
     /// The demo's options: default rules around the demo site's home page.
     pub(crate) fn parse_demo(origin: &str, out: &std::path::Path, user: &Options) -> Options {
         let mut options = Options::parse_from([

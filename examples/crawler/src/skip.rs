@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use url_dedup_bloom::BloomFilter;
+use url_dedup::UrlDedup;
 
 use crate::clip::{REPORT_FIELD, clip};
 
@@ -136,12 +136,12 @@ const EXAMPLES: usize = 3;
 /// `skipped.tsv` (`reason<TAB>detail<TAB>url`, each field cut to [`REPORT_FIELD`] bytes with a
 /// marker).
 ///
-/// A URL linked from a thousand pages is skipped a thousand times; a small Bloom filter keeps
-/// each (reason, URL) pair to one line and one count, so the report counts distinct URLs.
-#[derive(Debug)]
+/// A URL linked from a thousand pages is skipped a thousand times; a small growing filter (the
+/// facade, comparing raw keys) keeps each (reason, URL) pair to one line and one count, so the
+/// report counts distinct URLs.
 pub(crate) struct SkipLog {
     out: BufWriter<File>,
-    reported: BloomFilter,
+    reported: UrlDedup,
     counts: BTreeMap<SkipReason, u64>,
     examples: BTreeMap<SkipReason, Vec<String>>,
 }
@@ -153,8 +153,10 @@ impl SkipLog {
             .create(true)
             .append(true)
             .open(dir.join("skipped.tsv"))?;
-        let reported = BloomFilter::builder()
-            .expected_items(1_000_000)
+        // Sized small: it grows with the skips, and most crawls skip few distinct URLs.
+        let reported = UrlDedup::builder()
+            .no_canonicalization()
+            .expected_urls(16_384)
             .false_positive_rate(1e-4)
             .build()
             .map_err(io::Error::other)?;
@@ -171,7 +173,8 @@ impl SkipLog {
         let mut key = Vec::with_capacity(url.len() + 1);
         key.push(reason as u8);
         key.extend_from_slice(url.as_bytes());
-        if !self.reported.check_and_insert(&key) {
+        let first = self.reported.check_and_insert_batch_bytes([&key[..]]);
+        if !matches!(first.first(), Some(Ok((o, _))) if o.is_new()) {
             return Ok(());
         }
         *self.counts.entry(reason).or_default() += 1;
@@ -199,5 +202,13 @@ impl SkipLog {
 
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
+    }
+}
+
+impl std::fmt::Debug for SkipLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkipLog")
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
     }
 }

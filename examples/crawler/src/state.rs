@@ -8,10 +8,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use url_dedup_bloom::BloomFilter;
-use url_dedup_similarity::{Preset, SimilarityFilter};
-
 use crate::checkpoint::{self, Checkpoint, CheckpointRef};
+pub(crate) use crate::done::FilterSize;
+use crate::done::{DoneSet, Verdict};
 use crate::error::CrawlError;
 use crate::fetch::Exchange;
 use crate::frontier::{Job, Pending};
@@ -20,15 +19,6 @@ use crate::skip::{SkipLog, SkipReason};
 use crate::template::{self, Lineage};
 use crate::traps::TrapRules;
 use crate::warc::WarcWriter;
-
-/// Sizing of the done-set filter.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct FilterSize {
-    pub(crate) expected_urls: u64,
-    pub(crate) false_positive_rate: f64,
-    /// Also run document 004's similarity filter (crawler preset, 1% false positives).
-    pub(crate) similar: bool,
-}
 
 /// Counters of this run.
 #[derive(Debug, Default)]
@@ -78,8 +68,7 @@ pub(crate) struct Resumed {
 #[derive(Debug)]
 pub(crate) struct CrawlState {
     dir: PathBuf,
-    seen: BloomFilter,
-    similar: Option<SimilarityFilter>,
+    done: DoneSet,
     pending: Pending,
     host_admitted: HashMap<String, u64>,
     host_budget: u64,
@@ -107,7 +96,7 @@ impl CrawlState {
         software: &str,
     ) -> Result<(Self, Resumed), CrawlError> {
         let mut resumed = Resumed::default();
-        let start = match checkpoint::read(dir)? {
+        let start = match checkpoint::read(dir, size)? {
             Some(c) => {
                 resumed.from_checkpoint = true;
                 c
@@ -119,11 +108,7 @@ impl CrawlState {
                 pending: Vec::new(),
                 host_admitted: HashMap::new(),
                 template_admitted: HashMap::new(),
-                seen: BloomFilter::builder()
-                    .expected_items(size.expected_urls)
-                    .false_positive_rate(size.false_positive_rate)
-                    .build()?,
-                similar: None,
+                done: DoneSet::local(size)?,
             },
         };
         let Checkpoint {
@@ -133,24 +118,10 @@ impl CrawlState {
             pending: queued,
             mut host_admitted,
             mut template_admitted,
-            mut seen,
-            mut similar,
+            done,
         } = start;
         let mut pending = Pending::default();
         queued.into_iter().for_each(|j| pending.push(j));
-        // A crawl resumed with --similar that did not use it before starts its similarity
-        // filter from what is journaled; one resumed without --similar drops it.
-        if !size.similar {
-            similar = None;
-        } else if similar.is_none() {
-            similar = Some(
-                SimilarityFilter::builder()
-                    .expected_items(size.expected_urls)
-                    .false_positive_rate(0.01)
-                    .preset(Preset::Crawler)
-                    .build()?,
-            );
-        }
         let journal_path = journal::path(dir, generation);
         let (events, valid) = journal::replay(&journal_path)
             .map_err(CrawlError::io("reading journal", &journal_path))?;
@@ -158,10 +129,8 @@ impl CrawlState {
         for event in events {
             match event {
                 Event::Admitted(job, lineage) => {
-                    seen.insert(&*job.url);
-                    if let Some(s) = &mut similar {
-                        s.check_and_insert(&job.url);
-                    }
+                    // Replayed in admission order, so the similarity filter sees what it saw.
+                    done.admit(&job.url)?;
                     *host_admitted.entry(host_key(&job.url)).or_default() += 1;
                     if let Some(lineage) = lineage {
                         *template_admitted
@@ -203,8 +172,7 @@ impl CrawlState {
         ))?;
         let state = Self {
             dir: dir.to_owned(),
-            seen,
-            similar,
+            done,
             pending,
             host_admitted,
             host_budget: traps.host_budget,
@@ -236,8 +204,8 @@ impl CrawlState {
         self.pages_done
     }
 
-    pub(crate) fn filter(&self) -> &BloomFilter {
-        &self.seen
+    pub(crate) fn done_set(&self) -> &DoneSet {
+        &self.done
     }
 
     pub(crate) fn warc_records(&self) -> u64 {
@@ -252,8 +220,7 @@ impl CrawlState {
         job: Job,
         lineage: Option<Lineage>,
     ) -> Result<Admission, CrawlError> {
-        let digest = self.seen.hash(&*job.url);
-        if self.seen.contains_digest(digest) {
+        if self.done.contains(&job.url)? {
             self.stats.duplicate_links += 1;
             return Ok(Admission::Duplicate);
         }
@@ -271,12 +238,15 @@ impl CrawlState {
             self.skip(SkipReason::TemplateBudget, &job.url, key)?;
             return Ok(Admission::Skipped(SkipReason::TemplateBudget));
         }
-        self.seen.check_and_insert_digest(digest);
-        if let Some(similar) = &mut self.similar {
-            let verdict = similar.check_and_insert(&job.url);
-            if verdict.is_similar() {
-                // Kept in the done set, so the next link to it is a plain duplicate.
-                let why = similar.explain(&verdict).to_string();
+        match self.done.admit(&job.url)? {
+            Verdict::New => {}
+            // Only a false positive of the filter gets here after `contains` said no.
+            Verdict::Duplicate => {
+                self.stats.duplicate_links += 1;
+                return Ok(Admission::Duplicate);
+            }
+            // Kept in the done set, so the next link to it is a plain duplicate.
+            Verdict::Similar(why) => {
                 self.skip(SkipReason::Similar, &job.url, &why)?;
                 return Ok(Admission::Skipped(SkipReason::Similar));
             }
@@ -371,8 +341,7 @@ impl CrawlState {
                 pending: self.pending.iter(),
                 host_admitted: &self.host_admitted,
                 template_admitted: &self.template_admitted,
-                seen: &self.seen,
-                similar: self.similar.as_ref(),
+                done: &self.done,
             },
         )?;
         let old = journal::path(&self.dir, self.generation);

@@ -29,9 +29,12 @@ pub(crate) struct Summary {
     pub(crate) pending: usize,
     /// Per reason: distinct URLs, why (with the limit that applied), examples.
     pub(crate) skips: Vec<(SkipReason, u64, String, Vec<String>)>,
-    pub(crate) filter_bits: u64,
-    pub(crate) filter_items: u64,
-    pub(crate) filter_hashes: u32,
+    /// Bytes of done-set state.
+    pub(crate) filter_bytes: u64,
+    /// Estimated distinct URLs in the done set (NaN when it lives in Redis).
+    pub(crate) filter_items: f64,
+    /// Its false-positive rate now (NaN when it lives in Redis).
+    pub(crate) filter_fpr: f64,
     pub(crate) filter_expected: u64,
     pub(crate) warc_records: u64,
     pub(crate) out: std::path::PathBuf,
@@ -53,12 +56,12 @@ impl Summary {
             .iter()
             .map(|(r, n)| (*r, *n, why(*r, config), state.skips.examples(*r).to_vec()))
             .collect();
-        let filter = state.filter();
-        let (filter_bits, filter_items, filter_hashes, filter_expected) = (
-            filter.bits(),
-            filter.len(),
-            filter.hashes(),
-            filter.expected_items(),
+        let done = state.done_set();
+        let (filter_bytes, filter_items, filter_fpr, filter_expected) = (
+            done.memory_bytes(),
+            done.estimated_urls(),
+            done.false_positive_rate(),
+            done.expected_urls(),
         );
         Self {
             stop,
@@ -68,9 +71,9 @@ impl Summary {
             pages_total: state.pages_done(),
             pending: state.pending_len(),
             skips,
-            filter_bits,
+            filter_bytes,
             filter_items,
-            filter_hashes,
+            filter_fpr,
             filter_expected,
             warc_records: state.warc_records(),
             out: config.out.clone(),
@@ -183,12 +186,11 @@ impl fmt::Display for Summary {
         )?;
         writeln!(
             f,
-            "                   Bloom filter: {} URLs; {} KiB sized for {} URLs ({:.1} bits/URL, {} hashes)",
+            "                   url-dedup filter: about {:.0} URLs in {} KiB (first sized for {} URLs, grows as needed); false-positive rate now {:.1e}",
             self.filter_items,
-            self.filter_bits / 8 / 1024,
+            self.filter_bytes / 1024,
             self.filter_expected,
-            self.filter_bits as f64 / self.filter_expected.max(1) as f64,
-            self.filter_hashes
+            self.filter_fpr
         )?;
         writeln!(
             f,
