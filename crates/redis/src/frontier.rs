@@ -1,13 +1,17 @@
-//! The distributed URL task queue spiders pull from (document 003), at-least-once and one
-//! worker per host at a time (document 002's "one site is crawled serially").
+//! The distributed URL task queue spiders pull from (document 003), at-least-once, with a
+//! per-host politeness budget shared by every worker: at most
+//! [`host_concurrency`](FrontierSettings::host_concurrency) tasks of a host claimed at once
+//! (one by default: document 002's "one site is crawled serially"), their starts
+//! [`host_delay`](FrontierSettings::host_delay) apart.
 //!
-//! Keys under the namespace `{ns}`:
+//! Keys under the namespace `{ns}` (a hash tag: every key of one frontier, and so every script,
+//! stays in one Redis Cluster slot):
 //!
 //! | key | type | holds |
 //! |---|---|---|
 //! | `{ns}:q:<host>` | list | the host's pending tasks, FIFO |
-//! | `{ns}:ready` | sorted set | hosts with pending tasks and no lease, scored by the time (ms) they are due |
-//! | `{ns}:busy` | hash | host -> worker holding its lease |
+//! | `{ns}:ready` | sorted set | hosts with pending tasks and a free request slot, scored by the time (ms) they are due |
+//! | `{ns}:busy` | hash | host -> tasks of it claimed now, over all workers |
 //! | `{ns}:proc:<worker>` | hash | claim token -> task, the worker's processing set |
 //! | `{ns}:workers` | set | workers that may hold tasks (scanned by [`Frontier::requeue_dead`]) |
 //! | `{ns}:pending`, `{ns}:ids` | counters | queued tasks; last task id given |
@@ -28,6 +32,8 @@ use crate::task::{ClaimedTask, NewTask};
 
 /// Tasks per push script: bounds how long one script holds Redis (about 1 ms).
 const PUSH_CHUNK: usize = 1_000;
+/// Most tasks one claim or finish script handles: bounds how long it holds Redis.
+pub const MAX_BATCH: usize = 256;
 /// How long a push token is remembered, so a push retried after a lost reply is not doubled.
 const PUSH_TOKEN_TTL_MS: u64 = 10 * 60 * 1000;
 /// Longest a sleeping worker goes without re-checking the queue, in case a wake-up was lost.
@@ -51,14 +57,18 @@ pub struct FrontierSettings {
     pub host_delay: Duration,
     /// Longest URL accepted by [`Frontier::push`].
     pub max_url_len: usize,
+    /// Politeness: most tasks of one host claimed at once, over all workers and processes
+    /// (at least 1). With more than one, claims of a host start `host_delay` apart.
+    pub host_concurrency: u32,
 }
 
 impl Default for FrontierSettings {
-    /// No delay between tasks of a host; URLs up to 8 KiB.
+    /// One task per host at a time, no delay between tasks of a host; URLs up to 8 KiB.
     fn default() -> Self {
         Self {
             host_delay: Duration::ZERO,
             max_url_len: 8192,
+            host_concurrency: 1,
         }
     }
 }
@@ -367,9 +377,10 @@ impl Frontier {
                         .key(&token_key)
                         .arg(&self.keys.queue_prefix)
                         .arg(&self.keys.wake)
-                        .arg(PUSH_TOKEN_TTL_MS);
+                        .arg(PUSH_TOKEN_TTL_MS)
+                        .arg(self.settings.host_concurrency.max(1));
                     for task in chunk {
-                        call.arg(task.host()).arg(task.url());
+                        call.arg(task.host()).arg(task.body());
                     }
                     call.key(&self.keys.generation).arg(&generation);
                     async move { call.invoke_async(&mut conn).await }

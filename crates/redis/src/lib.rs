@@ -127,6 +127,7 @@ mod namespace;
 mod resp;
 mod segment_store;
 mod shared_config;
+mod shared_filter;
 mod signal;
 mod task;
 #[cfg(feature = "testing")]
@@ -143,4 +144,5 @@ pub use membership::Membership;
 pub use namespace::{Namespace, WorkerId};
 pub use segment_store::{RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
 pub use shared_config::{ConfigSnapshot, SharedConfig};
+pub use shared_filter::SharedFilter;
 pub use task::{ClaimedTask, MAX_HOST_LEN, NewTask};

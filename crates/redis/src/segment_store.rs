@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, RedisError};
 use url_dedup_bloom::hash::{HashAlgorithm, HashKey, ItemHasher};
+use url_dedup_bloom::sizing::Growth;
 use url_dedup_segmented::{
     Layout, MAX_SEGMENT_BITS, MemoryStore, Placement, Probe, SegmentStore, SegmentedBloomFilter,
     bit_order,
@@ -226,7 +227,7 @@ impl StoreOptions {
 }
 
 /// What the metadata hash records: everything another process needs to compute the same bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Meta {
     layout: Layout,
     segments_per_key: u64,
@@ -238,6 +239,33 @@ struct Meta {
     generation: i64,
     /// Whether the metadata holds the key itself or only [`key_check`].
     key_in_redis: bool,
+    /// How the filter grows, for a growing filter (see [`LayerShape`]).
+    growth: Option<MetaGrowth>,
+}
+
+/// The schedule of a growing filter's layers, as the metadata records it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct MetaGrowth {
+    /// Items the first layer holds (over all keys).
+    pub(crate) first_capacity: u64,
+    /// The rate no lookup exceeds, whatever the number of layers.
+    pub(crate) target_fpr: f64,
+    /// Capacities and rates from layer to layer.
+    pub(crate) growth: Growth,
+}
+
+/// Where one layer of a growing filter lies in every data key, and what it holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LayerShape {
+    /// The layer's geometry over all keys: `per_key` segments in each of the data keys, so an
+    /// item's segment in any layer lies in the same key as in the first.
+    pub(crate) layout: Layout,
+    /// Segments of the layer in each data key.
+    pub(crate) per_key: u64,
+    /// Bit offset in a data key where the layer's first segment starts (header included).
+    pub(crate) start: u64,
+    /// Items one key's part of the layer holds at the layer's rate.
+    pub(crate) share: u64,
 }
 
 /// What the metadata holds for a key kept out of Redis: one keyed hash of a constant.
@@ -249,7 +277,7 @@ fn key_check(key: HashKey) -> String {
 
 impl Meta {
     fn fields(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut fields = vec![
             ("version", META_VERSION.to_string()),
             ("generation", self.generation.to_string()),
             ("segments", self.layout.segments().to_string()),
@@ -264,7 +292,16 @@ impl Meta {
                 ("key_check", key_check(self.key))
             },
             ("expected_items", self.expected_items.to_string()),
-        ]
+        ];
+        if let Some(g) = self.growth {
+            fields.extend([
+                ("growth_first", g.first_capacity.to_string()),
+                ("growth_target", g.target_fpr.to_string()),
+                ("growth_factor", g.growth.factor.to_string()),
+                ("growth_tightening", g.growth.tightening.to_string()),
+            ]);
+        }
+        fields
     }
 
     /// Reads the metadata at `key`; `supplied` is the hash key this process brings (needed
@@ -337,6 +374,29 @@ impl Meta {
             .ok()
             .filter(|&g| g != 0)
             .ok_or_else(|| corrupt(key, "metadata generation is not a non-zero number"))?;
+        let growth = match fields.iter().any(|(f, _)| f == "growth_factor") {
+            false => None,
+            true => {
+                let float = |name: &str| -> Result<f64> {
+                    get(name)?
+                        .parse()
+                        .map_err(|_| corrupt(key, format!("metadata {name} is not a number")))
+                };
+                let g = MetaGrowth {
+                    first_capacity: num("growth_first")?,
+                    target_fpr: float("growth_target")?,
+                    growth: Growth {
+                        factor: u32::try_from(num("growth_factor")?)
+                            .map_err(|_| corrupt(key, "growth factor out of range"))?,
+                        tightening: float("growth_tightening")?,
+                    },
+                };
+                g.growth
+                    .validate()
+                    .map_err(|e| corrupt(key, e.to_string()))?;
+                Some(g)
+            }
+        };
         Ok(Self {
             layout,
             segments_per_key,
@@ -345,6 +405,7 @@ impl Meta {
             expected_items: num("expected_items")?,
             generation,
             key_in_redis,
+            growth,
         })
     }
 
@@ -403,6 +464,13 @@ impl Meta {
             ),
             ("key", "<stored key>".into(), "<a different key>".into()),
         ];
+        if self.growth != stored.growth {
+            return Err(Error::Mismatch {
+                field: "growth",
+                stored: format!("{:?}", stored.growth),
+                expected: format!("{:?}", self.growth),
+            });
+        }
         for (field, stored_value, ours) in pairs {
             let differs = if field == "key" {
                 stored.key != self.key
@@ -481,6 +549,8 @@ pub struct RedisSegmentStore {
     /// Per data key, the highest write count its header has shown this client: a lower one
     /// later means the key lost writes.
     writes_seen: Box<[AtomicI64]>,
+    /// The layers' shapes computed so far, layer 0 first (see [`layer`](Self::layer)).
+    shapes: Mutex<Vec<LayerShape>>,
     /// Per data key, the layers it had when last met (see [`HEADER_BITS`]).
     layers_seen: Box<[std::sync::atomic::AtomicU32]>,
     /// Per data key, admissions counted here and not yet added to its header.
@@ -596,7 +666,14 @@ impl RedisSegmentStore {
             expected_items,
             generation: new_generation(),
             key_in_redis: options.key.is_none(),
+            growth: None,
         };
+        Self::create_with(url, options, wanted)
+    }
+
+    /// Creates (or opens) the filter `wanted` describes.
+    fn create_with(url: &str, options: StoreOptions, wanted: Meta) -> Result<Self> {
+        let key = wanted.key;
         if options.key.is_some_and(|k| k != key) {
             return Err(Error::Mismatch {
                 field: "key",
@@ -615,6 +692,139 @@ impl RedisSegmentStore {
         let store = Self::unopened(client, options, stored);
         store.with_connection("open filter", |_| Ok(()))?;
         Ok(store)
+    }
+
+    /// Creates (or opens) a **growing** filter, whose data keys add layers as they fill:
+    /// layer `i` holds `first_capacity × factor^i` items at `target_fpr × (1 − tightening) ×
+    /// tightening^i` (see [`Growth`]), so no lookup's false-positive rate passes
+    /// `target_fpr` however many items arrive. Each data key grows on its own, when its part
+    /// of its newest layer is full; every layer of an item lies in the same key, so one key's
+    /// commands decide it atomically. Open it through [`SharedFilter`](crate::SharedFilter),
+    /// which hashes items itself to find their bits in every layer.
+    ///
+    /// # Errors
+    ///
+    /// As for [`create`](Self::create); [`Error::Segmented`] for an invalid growth schedule.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("create_growing example") else { return Ok(()) };
+    /// use url_dedup_bloom::{HashKey, SipHash13, sizing::Growth};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    ///
+    /// let key = HashKey::from_bytes([1; 16]);
+    /// let store = RedisSegmentStore::create_growing::<SipHash13>(
+    ///     &server.url(), StoreOptions::new("g"), 1_000, 0.01, Growth::default(), key)?;
+    /// assert!(store.is_growing());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn create_growing<H: ItemHasher>(
+        url: &str,
+        options: StoreOptions,
+        first_capacity: u64,
+        target_fpr: f64,
+        growth: Growth,
+        key: HashKey,
+    ) -> Result<Self> {
+        growth.validate().map_err(|e| Error::Segmented(e.into()))?;
+        let (capacity, fpr) = growth.layer(first_capacity, target_fpr, 0);
+        let sized = Self::layout_for(capacity, fpr)?;
+        let per_key = options
+            .segments_per_key
+            .unwrap_or_else(|| default_segments_per_key(sized))
+            .clamp(1, sized.segments());
+        // Every layer has the same number of segments in each key, so an item's segment in
+        // any layer is in the key of its segment in the first (see `LayerShape`).
+        let keys = sized.segments().div_ceil(per_key);
+        let per_key = sized.segments().div_ceil(keys);
+        let layout = Layout::new(keys * per_key, sized.segment_bits(), sized.hashes())?;
+        let wanted = Meta {
+            layout,
+            segments_per_key: per_key,
+            algorithm: H::ALGORITHM,
+            key,
+            expected_items: first_capacity,
+            generation: new_generation(),
+            key_in_redis: options.key.is_none(),
+            growth: Some(MetaGrowth {
+                first_capacity,
+                target_fpr,
+                growth,
+            }),
+        };
+        Self::create_with(url, options, wanted)
+    }
+
+    /// The generation as the 8 bytes a data key starts with (what the scripts compare).
+    pub(crate) fn generation_bytes(&self) -> [u8; 8] {
+        self.meta.generation.to_be_bytes()
+    }
+
+    /// The filter's hash key (every process sharing the filter hashes with it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("store key example") else { return Ok(()) };
+    /// use url_dedup_bloom::{HashKey, SipHash13};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    ///
+    /// let layout = RedisSegmentStore::layout_for(1_000, 0.01)?;
+    /// let key = HashKey::from_bytes([4; 16]);
+    /// let store = RedisSegmentStore::create::<SipHash13>(&server.url(), StoreOptions::new("k"), layout, key, 1_000)?;
+    /// assert_eq!(store.key(), key);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn key(&self) -> HashKey {
+        self.meta.key
+    }
+
+    /// The schedule of a growing filter.
+    pub(crate) fn growth_plan(&self) -> Option<MetaGrowth> {
+        self.meta.growth
+    }
+
+    /// Whether the filter adds layers as it fills ([`create_growing`](Self::create_growing)).
+    ///
+    /// # Examples
+    ///
+    /// See [`create_growing`](Self::create_growing).
+    pub fn is_growing(&self) -> bool {
+        self.meta.growth.is_some()
+    }
+
+    /// The shape of layer `index` (layer 0 is the filter's [`Layout`]).
+    pub(crate) fn layer(&self, index: u32) -> Result<LayerShape> {
+        let mut shapes = self
+            .shapes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while shapes.len() <= index as usize {
+            let Some(growth) = self.meta.growth else {
+                return Err(Error::Segmented(
+                    url_dedup_segmented::Error::InvalidParameters("a fixed filter has one layer"),
+                ));
+            };
+            let previous = *shapes.last().unwrap_or(&shapes[0]);
+            let j = shapes.len() as u32;
+            let (capacity, fpr) = growth
+                .growth
+                .layer(growth.first_capacity, growth.target_fpr, j);
+            let sized = Self::layout_for(capacity, fpr)?;
+            let keys = self.data_keys();
+            let per_key = sized.segments().div_ceil(keys);
+            let layout = Layout::new(keys * per_key, sized.segment_bits(), sized.hashes())?;
+            shapes.push(LayerShape {
+                layout,
+                per_key,
+                start: previous.start + previous.per_key * previous.layout.segment_bits(),
+                share: capacity.div_ceil(keys),
+            });
+        }
+        Ok(shapes[index as usize])
     }
 
     /// [`create`](Self::create), wrapped in a filter that hashes with `hasher`.
@@ -717,7 +927,17 @@ impl RedisSegmentStore {
             .then(|| KnownBits::new(bits))
             .flatten();
         let keys = meta.layout.segments().div_ceil(meta.segments_per_key) as usize;
+        let first = LayerShape {
+            layout: meta.layout,
+            per_key: meta.segments_per_key,
+            start: HEADER_BITS,
+            share: meta
+                .growth
+                .map_or(meta.expected_items, |g| g.first_capacity)
+                .div_ceil(keys.max(1) as u64),
+        };
         Self {
+            shapes: Mutex::new(vec![first]),
             client,
             meta_key: options.meta_key(),
             options,
@@ -918,7 +1138,7 @@ impl RedisSegmentStore {
     /// Runs `f` on a pooled connection, connecting (and checking the metadata) first when
     /// needed, retrying transient failures under the backoff policy. A failed `f` may have
     /// run on the server before its reply was lost; callers that count calls know.
-    fn with_connection<T>(
+    pub(crate) fn with_connection<T>(
         &self,
         operation: &'static str,
         mut f: impl FnMut(&mut Live) -> redis::RedisResult<T>,
@@ -1012,7 +1232,7 @@ impl RedisSegmentStore {
 
     /// The error for a filter found reset; empties the cache of known bits, whose bits may
     /// be gone from Redis.
-    fn reset(&self, detail: &str) -> Error {
+    pub(crate) fn reset(&self, detail: &str) -> Error {
         if let Some(known) = &self.known {
             known.clear();
         }
@@ -1026,7 +1246,7 @@ impl RedisSegmentStore {
     /// The write count of data key `key` that a command sent from now on must find at least:
     /// the highest one this store has seen answered. Read before the command is sent, since
     /// answers on other connections may arrive out of their order of execution.
-    fn writes_floor(&self, key: u64) -> i64 {
+    pub(crate) fn writes_floor(&self, key: u64) -> i64 {
         self.writes_seen
             .get(key as usize)
             .map_or(0, |seen| seen.load(Ordering::Relaxed))
@@ -1035,7 +1255,7 @@ impl RedisSegmentStore {
     /// Checks the header values a batch's commands read (per command, in order: generation,
     /// write count, layers, admitted) against the generation and each command's floor (see
     /// [`writes_floor`](Self::writes_floor)); returns each command's header.
-    fn check_headers(
+    pub(crate) fn check_headers(
         &self,
         commands: impl Iterator<Item = (u64, i64)>,
         headers: &[i64],
@@ -1080,7 +1300,7 @@ impl RedisSegmentStore {
     }
 
     /// Remembers that data key `key` has at least `layers` layers.
-    fn note_layers(&self, key: u64, layers: u32) {
+    pub(crate) fn note_layers(&self, key: u64, layers: u32) {
         if let Some(seen) = self.layers_seen.get(key as usize) {
             seen.fetch_max(layers, Ordering::Relaxed);
         }
@@ -1108,7 +1328,7 @@ impl RedisSegmentStore {
     }
 
     /// Reads data key `key`'s header alone and checks it.
-    fn check_key(&self, key: u64) -> Result<KeyHeader> {
+    pub(crate) fn check_key(&self, key: u64) -> Result<KeyHeader> {
         let floor = self.writes_floor(key);
         let data_key = self.options.data_key(key);
         let values: Vec<Option<i64>> = self.with_connection("check filter", |live| {
@@ -1133,7 +1353,7 @@ impl RedisSegmentStore {
     }
 
     /// Number of Redis strings holding segments.
-    fn data_keys(&self) -> u64 {
+    pub(crate) fn data_keys(&self) -> u64 {
         self.meta.data_keys()
     }
 
@@ -1143,7 +1363,7 @@ impl RedisSegmentStore {
     }
 
     /// The data key of `segment` and the bit offset where the segment starts in it.
-    fn locate(&self, segment: u64) -> (u64, u64) {
+    pub(crate) fn locate(&self, segment: u64) -> (u64, u64) {
         let per_key = self.meta.segments_per_key;
         (
             segment / per_key,
@@ -1328,7 +1548,7 @@ impl RedisSegmentStore {
     /// batch, one pipelined round trip, leaving out bits known set. Fills `answers` with "any
     /// bit was 0" (`set`) or "all bits are 1", learns the bits seen set, and returns whether
     /// the batch was retried (a failed attempt may have run before its reply was lost).
-    fn bitfield_batch(
+    pub(crate) fn bitfield_batch(
         &self,
         set: bool,
         probes: &[Probe],
@@ -1404,13 +1624,22 @@ impl RedisSegmentStore {
                 };
                 received.map_err(server_error)
             })?;
-            self.check_headers(
+            let met = self.check_headers(
                 plan.commands
                     .iter()
                     .map(|&(key, _)| key)
                     .zip(plan.floors.iter().copied()),
                 &headers,
             )?;
+            let mut start = 0;
+            for (header, &(_, items_end)) in met.into_iter().zip(&plan.commands) {
+                let members = plan.items[start..items_end]
+                    .iter()
+                    .map(|&(i, _)| i)
+                    .collect();
+                report.commands.push((header, members));
+                start = items_end;
+            }
         }
         if bits.len() != plan.offsets.len() {
             return Err(corrupt(
@@ -1610,8 +1839,8 @@ impl Plan {
 
 /// The connections of one pool slot: `admin` (the `redis` crate) for metadata and segment
 /// transfers, `wire` for the batches.
-struct Live {
-    admin: Connection,
+pub(crate) struct Live {
+    pub(crate) admin: Connection,
     wire: Wire,
 }
 
@@ -1704,10 +1933,19 @@ impl RedisSegmentStore {
     /// read with `GETRANGE` in chunks.
     fn read_segments(&self, first: u64, count: u64, out: &mut Vec<u64>) -> Result<()> {
         let (index, base_bits) = self.span(first, count)?;
-        let key = self.options.data_key(index);
         let bytes = (self.meta.layout.segment_bytes() * count).min(MAX_SEGMENT_BYTES);
-        let start = (HEADER_BITS + base_bits) / 8;
-        let mut data = Vec::with_capacity(bytes as usize);
+        let data = self.read_region(index, (HEADER_BITS + base_bits) / 8, bytes)?;
+        let mut words = vec![0u64; (self.meta.layout.segment_words() * count) as usize];
+        bit_order::bytes_to_words(&data, &mut words)?;
+        out.extend_from_slice(&words);
+        Ok(())
+    }
+
+    /// `bytes` bytes of data key `index` from byte `start`, read with `GETRANGE` in chunks;
+    /// fewer when the string is shorter (the rest reads as zeros, as in Redis).
+    pub(crate) fn read_region(&self, index: u64, start: u64, bytes: u64) -> Result<Vec<u8>> {
+        let key = self.options.data_key(index);
+        let mut data = Vec::with_capacity(bytes.min(MAX_SEGMENT_BYTES) as usize);
         while (data.len() as u64) < bytes {
             let from = start + data.len() as u64;
             let to = (from + TRANSFER_CHUNK).min(start + bytes) - 1;
@@ -1719,30 +1957,35 @@ impl RedisSegmentStore {
                     .query(&mut live.admin)
             })?;
             if piece.is_empty() {
-                break; // a short or missing string: the rest reads as zeros, as in Redis
+                break;
             }
             data.extend_from_slice(&piece);
         }
         if data.len() as u64 > bytes {
             return Err(corrupt(&key, "GETRANGE returned more than asked"));
         }
-        let mut words = vec![0u64; (self.meta.layout.segment_words() * count) as usize];
-        bit_order::bytes_to_words(&data, &mut words)?;
-        out.extend_from_slice(&words);
-        Ok(())
+        Ok(data)
     }
 
-    /// ORs `words` into consecutive segments from `first`, all in one data key, in one
-    /// transaction: the bytes go to a helper key at the same offsets, then `BITOP OR`.
+    /// ORs `words` into consecutive segments from `first`, all in one data key.
     fn merge_segments(&self, first: u64, words: &[u64]) -> Result<()> {
         let per_segment = self.meta.layout.segment_words();
         let count = (words.len() as u64).div_ceil(per_segment);
         let (index, base_bits) = self.span(first, count)?;
+        self.merge_region(
+            index,
+            (HEADER_BITS + base_bits) / 8,
+            &bit_order::words_to_bytes(words),
+        )
+    }
+
+    /// ORs `bytes` into data key `index` from byte `start`, in one transaction: the bytes go
+    /// to a helper key at the same offsets, then `BITOP OR`.
+    pub(crate) fn merge_region(&self, index: u64, start: u64, bytes: &[u8]) -> Result<()> {
         let key = self.options.data_key(index);
         // The helper key shares the data key's hash tag, so the transaction stays in one slot.
         let scratch = format!("{key}:merge");
-        let bytes = bit_order::words_to_bytes(words);
-        let start = ((HEADER_BITS + base_bits) / 8) as usize;
+        let start = start as usize;
         self.with_connection("merge segment", |live| {
             let mut pipe = redis::pipe();
             pipe.atomic();

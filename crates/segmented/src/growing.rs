@@ -432,7 +432,79 @@ impl GrowingFilter<SipHash13> {
     }
 }
 
+/// One layer of a [`GrowingFilter`] as separate parts, to move layers between the in-memory
+/// filter and another store (a shared filter in Redis keeps its layers there).
+#[derive(Debug)]
+pub struct LayerParts {
+    /// The layer's bits.
+    pub store: MemoryStore,
+    /// Items the layer holds at its rate.
+    pub capacity: u64,
+    /// The layer's rate at its capacity.
+    pub fpr: f64,
+    /// Items admitted into the layer (it grows the filter once this reaches `capacity`).
+    pub admitted: u64,
+}
+
 impl<H: ItemHasher> GrowingFilter<H> {
+    /// A filter made of existing layers, oldest first, growing on `plan` from there. Each
+    /// store's admission count says how full it is.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameters`] for no layer or more than [`MAX_LAYERS`], or an invalid
+    /// plan.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_bloom::{HashKey, ItemHasher, SipHash13};
+    /// use url_dedup_segmented::{GrowingFilter, LayerParts, MemoryStore};
+    ///
+    /// let f = GrowingFilter::builder().expected_items(100).build()?;
+    /// f.check_and_insert("a");
+    /// let parts = f
+    ///     .layer_stores()
+    ///     .into_iter()
+    ///     .map(|(store, capacity, fpr)| {
+    ///         let copy = MemoryStore::new(store.layout())?;
+    ///         for segment in 0..store.layout().segments() {
+    ///             let mut words = Vec::new();
+    ///             store.read_segment(segment, &mut words)?;
+    ///             copy.merge_segment(segment, &words)?;
+    ///         }
+    ///         Ok(LayerParts { store: copy, capacity, fpr, admitted: store.admitted() })
+    ///     })
+    ///     .collect::<Result<Vec<_>, url_dedup_segmented::Error>>()?;
+    /// let g = GrowingFilter::from_parts(SipHash13::new(f.key()), f.plan(), parts)?;
+    /// assert!(g.contains("a"));
+    /// assert_eq!(g.admitted(), 1);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn from_parts(hasher: H, plan: GrowthPlan, layers: Vec<LayerParts>) -> Result<Self, Error> {
+        plan.validate()?;
+        let layers = layers
+            .into_iter()
+            .map(|l| {
+                let mut store = l.store;
+                store.set_admitted(l.admitted);
+                Layer::new(store.layout(), l.capacity, l.fpr, store)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::from_layers(hasher, plan, layers)
+    }
+
+    /// Every layer's store, capacity and rate, oldest first.
+    ///
+    /// # Examples
+    ///
+    /// See [`from_parts`](Self::from_parts).
+    pub fn layer_stores(&self) -> Vec<(&MemoryStore, u64, f64)> {
+        self.live_layers()
+            .map(|l| (&l.store, l.capacity, l.fpr))
+            .collect()
+    }
+
     /// A filter over existing layers (a restored snapshot), oldest first.
     pub(crate) fn from_layers(
         hasher: H,

@@ -6,13 +6,16 @@
 //! ```text
 //! first_capacity u64 | target_fpr f64 | factor u32 | tightening f64 | segment_bits u64 |
 //! placement u16 | hash algorithm u16 | key [u8; 16] | layers u16 |
-//! per layer: segments u64 | hashes u32 | capacity u64 | fpr f64 | admitted u64
+//! per layer: segments u64 | segment_bits u64 | hashes u32 | capacity u64 | fpr f64 |
+//! admitted u64
 //! ```
 //!
-//! (`f64` as its IEEE bits in a little-endian `u64`.) The payload is every layer's words,
-//! oldest layer first, each layer segment after segment, as in a `SEGMENTED` snapshot. A
-//! reader checks every field (ranges, geometry, the announced payload against the layers)
-//! before it allocates, then reads the payload straight into the layers' stores.
+//! (`f64` as its IEEE bits in a little-endian `u64`.) A layer's segment size may differ from
+//! the plan's: a filter whose layers came from another store (a shared filter in Redis)
+//! keeps that store's geometry. The payload is every layer's words, oldest layer first, each
+//! layer segment after segment, as in a `SEGMENTED` snapshot. A reader checks every field
+//! (ranges, geometry, the announced payload against the layers) before it allocates, then
+//! reads the payload straight into the layers' stores.
 
 use std::io::{Read, Write};
 
@@ -68,6 +71,7 @@ impl<H: ItemHasher> GrowingFilter<H> {
             .put_u16(layers.len() as u16);
         for layer in &layers {
             p.put_u64(layer.layout.segments())
+                .put_u64(layer.layout.segment_bits())
                 .put_u32(layer.layout.hashes())
                 .put_u64(layer.capacity)
                 .put_u64(layer.fpr.to_bits())
@@ -196,11 +200,12 @@ struct Shape {
 
 fn read_layer(r: &mut ParamsReader<'_>, plan: &GrowthPlan) -> Result<Shape, Error> {
     let segments = r.u64()?;
+    let segment_bits = r.u64()?;
     let hashes = r.u32()?;
     let capacity = r.u64()?;
     let fpr = f64::from_bits(r.u64()?);
     let admitted = r.u64()?;
-    let layout = Layout::with_placement(segments, plan.segment_bits, hashes, plan.placement)
+    let layout = Layout::with_placement(segments, segment_bits, hashes, plan.placement)
         .map_err(|_| invalid("invalid layer geometry"))?;
     if capacity == 0 || !(fpr > 0.0 && fpr < 1.0) {
         return Err(invalid("invalid layer capacity or rate"));

@@ -158,7 +158,7 @@ mod stripes;
 pub use builder::Builder;
 pub use error::Error;
 pub use filter::SegmentedBloomFilter;
-pub use growing::{GrowingBuilder, GrowingFilter, GrowthPlan, MAX_LAYERS};
+pub use growing::{GrowingBuilder, GrowingFilter, GrowthPlan, LayerParts, MAX_LAYERS};
 pub use layout::{
     DEFAULT_SEGMENT_BITS, Layout, MAX_SEGMENT_BITS, MIN_SEGMENT_BITS, Offsets, Placement, Probe,
 };

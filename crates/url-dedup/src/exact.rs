@@ -60,7 +60,7 @@ pub(crate) enum Exact {
     Fingerprints(FingerprintSet),
     #[cfg(feature = "redis")]
     // Boxed: the store holds sockets and buffers, several times the other variants' size.
-    Redis(Box<SegmentedBloomFilter<SipHash13, url_dedup_redis::RedisSegmentStore>>),
+    Redis(Box<url_dedup_redis::SharedFilter<SipHash13>>),
 }
 
 impl Exact {
@@ -120,31 +120,20 @@ impl Exact {
         fpr: f64,
         key: Option<HashKey>,
     ) -> Result<Self, Error> {
-        use url_dedup_bloom::ItemHasher;
-        use url_dedup_redis::{Error as RedisError, RedisSegmentStore, StoreOptions};
+        use url_dedup_redis::{SharedFilter, StoreOptions};
         // A key given by the caller stays out of Redis: processes that share the filter
         // bring it themselves. Without one, the first process's random key is shared through
         // the metadata.
-        let options = || StoreOptions {
+        let options = StoreOptions {
             backoff,
             key,
             ..StoreOptions::new(prefix)
         };
-        match RedisSegmentStore::join::<SipHash13>(url, options()) {
-            Ok(filter) => return Ok(Self::Redis(Box::new(filter))),
-            Err(RedisError::NoFilter { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let layout = RedisSegmentStore::layout_for(expected, fpr)?;
-        let hasher = key.map_or_else(SipHash13::random, SipHash13::new);
-        match RedisSegmentStore::create_filter(url, options(), layout, hasher, expected) {
-            Ok(filter) => Ok(Self::Redis(Box::new(filter))),
-            // Another process created it first with its own key: use theirs.
-            Err(RedisError::Mismatch { .. }) if key.is_none() => Ok(Self::Redis(Box::new(
-                RedisSegmentStore::join::<SipHash13>(url, options())?,
-            ))),
-            Err(e) => Err(e.into()),
-        }
+        // Growing, like the in-memory default: the first process sizes the first layer, the
+        // filter adds layers key by key, and later processes join what it made.
+        Ok(Self::Redis(Box::new(SharedFilter::open(
+            url, options, expected, fpr,
+        )?)))
     }
 
     pub(crate) fn check_and_insert(&self, item: &[u8]) -> Result<bool, Error> {
@@ -191,7 +180,7 @@ impl Exact {
             Self::Growing(f) => f.plan().first_capacity,
             Self::Fingerprints(_) => 0,
             #[cfg(feature = "redis")]
-            Self::Redis(f) => f.expected_items(),
+            Self::Redis(f) => f.first_capacity(),
         }
     }
 
@@ -239,7 +228,7 @@ impl Exact {
             Self::Growing(f) => f.memory_bytes(),
             Self::Fingerprints(f) => f.memory_bytes(),
             #[cfg(feature = "redis")]
-            Self::Redis(f) => f.bits().div_ceil(8),
+            Self::Redis(f) => f.bytes().unwrap_or(0),
         }
     }
 
@@ -250,7 +239,7 @@ impl Exact {
             Self::Growing(_) => TAG_GROWING,
             Self::Fingerprints(_) => TAG_FINGERPRINTS,
             #[cfg(feature = "redis")]
-            Self::Redis(_) => TAG_SEGMENTED,
+            Self::Redis(_) => TAG_GROWING,
         }
     }
 
@@ -263,15 +252,7 @@ impl Exact {
             Self::Growing(f) => f.write_to(out)?,
             Self::Fingerprints(f) => f.write_to(out)?,
             #[cfg(feature = "redis")]
-            Self::Redis(f) => {
-                let memory = f.store().to_memory()?;
-                let copy = SegmentedBloomFilter::with_store(
-                    memory,
-                    SipHash13::new(f.key()),
-                    f.expected_items(),
-                );
-                copy.write_to(out)?;
-            }
+            Self::Redis(f) => f.to_growing()?.write_to(out)?,
         }
         Ok(())
     }
@@ -298,14 +279,14 @@ impl Exact {
                 input, limits,
             )?)),
             #[cfg(feature = "redis")]
-            (TAG_SEGMENTED, Some(Self::Redis(shared))) => {
-                let file = SegmentedBloomFilter::<SipHash13>::read_from_with_limits(input, limits)?;
-                if file.layout() != shared.layout() || file.key() != shared.key() {
+            (TAG_GROWING, Some(Self::Redis(shared))) => {
+                let file = GrowingFilter::<SipHash13>::read_from_with_limits(input, limits)?;
+                if file.key() != shared.key() {
                     return Err(Error::StateMismatch(
-                        "the snapshot's filter differs in size or key from the one in Redis",
+                        "the snapshot's filter has another key than the one in Redis",
                     ));
                 }
-                shared.store().merge_from_memory(file.store())?;
+                shared.merge_from(&file)?;
                 Ok(Self::Redis(shared))
             }
             (TAG_CLASSIC | TAG_SEGMENTED | TAG_GROWING | TAG_FINGERPRINTS, Some(_)) => Err(

@@ -193,3 +193,42 @@ fn a_canonical_batch_in_redis_decides_repeats_within_it_in_order() {
             .all(|(o, _)| *o == Outcome::Duplicate)
     );
 }
+
+/// The shared filter grows like the in-memory one: sized by the first process for a thousand
+/// URLs and given twenty times as many, it keeps them all, and a second process sees them.
+#[test]
+fn a_shared_filter_grows_past_the_first_estimate() {
+    let Some(server) = RedisServer::start_or_skip("facade redis grows") else {
+        return;
+    };
+    let build = || {
+        UrlDedup::builder()
+            .expected_urls(1_000)
+            .false_positive_rate(1e-6)
+            .redis(&server.url(), "grows")
+            .build()
+            .unwrap()
+    };
+    let first = build();
+    let urls: Vec<String> = (0..20_000)
+        .map(|i| format!("https://example.com/{i}"))
+        .collect();
+    let new = first
+        .check_and_insert_batch(&urls)
+        .into_iter()
+        .filter(|r| r.as_ref().unwrap().is_new())
+        .count();
+    // At most one in a million lookups is a false positive: 20,000 new URLs lose none but by
+    // a 2% chance.
+    assert!(new >= 19_999, "{new}");
+    let second = build();
+    assert!(second
+        .check_and_insert_batch(&urls)
+        .into_iter()
+        .all(|r| r.unwrap() == Outcome::Duplicate));
+    // Its state goes to a file and back, every layer.
+    let mut state = Vec::new();
+    second.write_to(&mut state).unwrap();
+    let local = UrlDedup::builder().restore(&state[..]).unwrap();
+    assert!(urls.iter().all(|u| !local.check_and_insert(u).unwrap().is_new()));
+}

@@ -1,0 +1,188 @@
+//! The growing shared filter keeps its promises past any estimate: nothing lost, the rate
+//! kept, each URL admitted once by racing clients while keys grow, and exact answers from a
+//! client that did not see a key grow.
+
+use std::sync::{Arc, Barrier};
+
+use url_dedup_bloom::{ItemHasher, SipHash13};
+use url_dedup_redis::testing::RedisServer;
+use url_dedup_redis::{Error, SharedFilter, StoreOptions};
+
+type Filter = SharedFilter<SipHash13>;
+
+fn urls(range: std::ops::Range<u32>) -> Vec<String> {
+    range
+        .map(|i| format!("https://example.com/page/{i}"))
+        .collect()
+}
+
+fn open(server: &RedisServer, first: u64, fpr: f64) -> Filter {
+    SharedFilter::open(&server.url(), StoreOptions::new("seen"), first, fpr).unwrap()
+}
+
+#[test]
+fn a_shared_filter_grows_past_its_estimate_and_keeps_its_rate() {
+    let Some(server) = RedisServer::start_or_skip("shared grows") else {
+        return;
+    };
+    const TARGET: f64 = 0.01;
+    let seen = open(&server, 1_000, TARGET);
+    let all = urls(0..50_000);
+    let admitted = seen
+        .try_check_and_insert_batch(&all)
+        .unwrap()
+        .iter()
+        .filter(|&&n| n)
+        .count();
+    assert!(seen.layers().unwrap() >= 5);
+    // Below the target at every moment: fewer than 1% of 50,000 taken for seen.
+    assert!(admitted > 49_500, "{admitted}");
+    let present = seen.try_contains_batch(&all).unwrap();
+    assert!(present.iter().all(|&p| p), "a false negative");
+    let probes = urls(50_000..100_000);
+    let hits = seen
+        .try_contains_batch(&probes)
+        .unwrap()
+        .iter()
+        .filter(|&&p| p)
+        .count() as f64;
+    let measured = hits / probes.len() as f64;
+    let sigma = (TARGET * (1.0 - TARGET) / probes.len() as f64).sqrt();
+    assert!(measured <= TARGET + 4.0 * sigma, "measured {measured}");
+}
+
+#[test]
+fn racing_clients_admit_each_url_once_while_keys_grow() {
+    let Some(server) = RedisServer::start_or_skip("shared race") else {
+        return;
+    };
+    const CLIENTS: usize = 4;
+    let all = Arc::new(urls(0..12_000));
+    let url = server.url();
+    open(&server, 500, 0.001);
+    let start = Arc::new(Barrier::new(CLIENTS));
+    let racers: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (all, start, url) = (all.clone(), start.clone(), url.clone());
+            std::thread::spawn(move || {
+                let seen: Filter = SharedFilter::join(&url, StoreOptions::new("seen")).unwrap();
+                let mut mine = Vec::new();
+                for (round, batch) in all.chunks(100).enumerate() {
+                    // Every client decides the same batch at the same moment.
+                    start.wait();
+                    let new = seen.try_check_and_insert_batch(batch).unwrap();
+                    mine.extend(
+                        (0..batch.len())
+                            .filter(|&i| new[i])
+                            .map(|i| round * 100 + i),
+                    );
+                }
+                mine
+            })
+        })
+        .collect();
+    let admitted: Vec<Vec<usize>> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    let mut every: Vec<usize> = admitted.iter().flatten().copied().collect();
+    every.sort_unstable();
+    let total = every.len();
+    every.dedup();
+    assert_eq!(every.len(), total, "a URL admitted by two clients");
+    assert!(total > 11_950, "only {total} of 12,000 admitted");
+    assert!(admitted.iter().all(|a| !a.is_empty()), "a client never won");
+    let seen: Filter = SharedFilter::join(&url, StoreOptions::new("seen")).unwrap();
+    assert!(seen.layers().unwrap() >= 4, "the race must span growth");
+}
+
+/// A client that last met a key before it grew writes to its first layer only; the reply
+/// says the key grew, and the answer is still exact, whichever client comes first.
+#[test]
+fn a_client_that_missed_a_growth_still_answers_exactly() {
+    let Some(server) = RedisServer::start_or_skip("stale client") else {
+        return;
+    };
+    let grower = open(&server, 1_000, 0.001);
+    let stale = open(&server, 1_000, 0.001);
+    let other_stale = open(&server, 1_000, 0.001);
+    // Both stale clients meet the key while it has one layer.
+    assert!(
+        stale
+            .try_check_and_insert("https://seed.example/1")
+            .unwrap()
+    );
+    assert!(
+        other_stale
+            .try_check_and_insert("https://seed.example/2")
+            .unwrap()
+    );
+    grower.try_check_and_insert_batch(&urls(0..5_000)).unwrap();
+    assert!(grower.layers().unwrap() >= 2);
+
+    // The stale client first: its first-layer write makes the URL present; the grown path
+    // must not admit it again.
+    assert!(
+        stale
+            .try_check_and_insert("https://late.example/a")
+            .unwrap()
+    );
+    assert!(
+        !grower
+            .try_check_and_insert("https://late.example/a")
+            .unwrap()
+    );
+    // The grown path first: the stale client's write finds the URL in a newer layer.
+    assert!(
+        grower
+            .try_check_and_insert("https://late.example/b")
+            .unwrap()
+    );
+    assert!(
+        !other_stale
+            .try_check_and_insert("https://late.example/b")
+            .unwrap()
+    );
+    // Both have learned the growth, and agree on everything.
+    for url in urls(0..5_000).iter().take(100) {
+        assert!(stale.try_contains(url).unwrap());
+        assert!(other_stale.try_contains(url).unwrap());
+    }
+}
+
+#[test]
+fn a_grown_filter_that_lost_its_data_is_a_reset() {
+    let Some(server) = RedisServer::start_or_skip("grown reset") else {
+        return;
+    };
+    let seen = open(&server, 1_000, 0.01);
+    seen.try_check_and_insert_batch(&urls(0..5_000)).unwrap();
+    assert!(seen.layers().unwrap() >= 2);
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    redis::cmd("FLUSHALL").query::<()>(&mut conn).unwrap();
+    match seen.try_check_and_insert_batch(&urls(5_000..5_100)) {
+        Err(Error::StoreReset { .. }) => {}
+        other => panic!("expected a reset, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_fixed_filter_is_not_opened_as_a_growing_one() {
+    let Some(server) = RedisServer::start_or_skip("fixed vs growing") else {
+        return;
+    };
+    let layout = url_dedup_redis::RedisSegmentStore::layout_for(1_000, 0.01).unwrap();
+    url_dedup_redis::RedisSegmentStore::create_filter(
+        &server.url(),
+        StoreOptions::new("fixed"),
+        layout,
+        SipHash13::random(),
+        1_000,
+    )
+    .unwrap();
+    assert!(matches!(
+        Filter::join(&server.url(), StoreOptions::new("fixed")),
+        Err(Error::Mismatch {
+            field: "growth",
+            ..
+        })
+    ));
+}
