@@ -33,7 +33,7 @@ use crate::task::{ClaimedTask, NewTask};
 /// Tasks per push script: bounds how long one script holds Redis (about 1 ms).
 const PUSH_CHUNK: usize = 1_000;
 /// Most tasks one claim or finish script handles: bounds how long it holds Redis.
-pub const MAX_BATCH: usize = 256;
+const MAX_BATCH: usize = 256;
 /// How long a push token is remembered, so a push retried after a lost reply is not doubled.
 const PUSH_TOKEN_TTL_MS: u64 = 10 * 60 * 1000;
 /// Longest a sleeping worker goes without re-checking the queue, in case a wake-up was lost.
@@ -418,11 +418,64 @@ impl Frontier {
     /// # }).unwrap();
     /// ```
     pub async fn claim(&self, worker: &WorkerId) -> Result<Claim> {
+        let (mut tasks, next_due) = self.claim_up_to(worker, 1).await?;
+        Ok(match tasks.pop() {
+            Some(task) => Claim::Task(task),
+            None => Claim::Empty { next_due },
+        })
+    }
+
+    /// Leases up to `max` due tasks (at most 256) in one round trip: several hosts'
+    /// tasks, and several of one host when its
+    /// [`host_concurrency`](FrontierSettings::host_concurrency) allows. Empty when nothing is
+    /// due.
+    ///
+    /// # Errors
+    ///
+    /// As for [`claim`](Self::claim).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("claim_batch example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, FrontierSettings, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let two_per_host = FrontierSettings { host_concurrency: 2, ..Default::default() };
+    /// let frontier = Frontier::with_settings(link.clone(), ns.clone(), two_per_host);
+    /// let (a, b) = (WorkerId::new("a")?, WorkerId::new("b")?);
+    /// let members = Membership::new(link, ns);
+    /// members.join(&a).await?;
+    /// members.join(&b).await?;
+    /// let urls = (0..5).map(|i| NewTask::from_url(&format!("https://one.example/{i}")));
+    /// frontier.push(&urls.collect::<Result<Vec<_>, _>>()?).await?;
+    /// // Two requests to the host at once, over all workers.
+    /// let first = frontier.claim_batch(&a, 1).await?;
+    /// let second = frontier.claim_batch(&b, 10).await?;
+    /// assert_eq!((first.len(), second.len()), (1, 1));
+    /// assert!(frontier.claim_batch(&a, 10).await?.is_empty());
+    /// assert_eq!(frontier.ack_batch(&first).await?, 1);
+    /// assert_eq!(frontier.claim_batch(&a, 10).await?.len(), 1);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn claim_batch(&self, worker: &WorkerId, max: usize) -> Result<Vec<ClaimedTask>> {
+        Ok(self.claim_up_to(worker, max).await?.0)
+    }
+
+    /// Claims up to `max` tasks; when there are none, also says when the next host is due.
+    async fn claim_up_to(
+        &self,
+        worker: &WorkerId,
+        max: usize,
+    ) -> Result<(Vec<ClaimedTask>, Option<Duration>)> {
         let generation = self.generation().await?;
-        let token = random_u64();
+        let tokens: Vec<u64> = (0..max.clamp(1, MAX_BATCH)).map(|_| random_u64()).collect();
         let proc_key = self.proc_key(worker);
         let member_key = self.ns.member(worker);
-        let token_hex = format!("{token:016x}");
+        let delay_ms = self.settings.host_delay.as_millis() as u64;
         let (code, payload): (i64, Value) = self
             .link
             .run("claim", |mut conn| {
@@ -436,27 +489,41 @@ impl Frontier {
                     .key(&self.keys.generation)
                     .arg(&self.keys.queue_prefix)
                     .arg(worker.as_str())
-                    .arg(&token_hex)
-                    .arg(&generation);
+                    .arg(self.settings.host_concurrency.max(1))
+                    .arg(delay_ms);
+                for token in &tokens {
+                    call.arg(format!("{token:016x}"));
+                }
+                call.arg(&generation);
                 async move { call.invoke_async(&mut conn).await }
             })
             .await
             .map_err(|e| self.reset_or(e))?;
+        let corrupt = |detail: String| Error::Corrupt {
+            key: proc_key.clone(),
+            detail,
+        };
         match (code, payload) {
-            (1, Value::BulkString(raw)) => Ok(Claim::Task(ClaimedTask::decode(
-                &raw,
-                worker.clone(),
-                token,
-                &proc_key,
-            )?)),
-            (0, Value::Int(ms)) => Ok(Claim::Empty {
-                next_due: u64::try_from(ms).ok().map(Duration::from_millis),
-            }),
+            (1, Value::Array(items)) => {
+                let mut tasks = Vec::with_capacity(items.len() / 2);
+                for pair in items.chunks(2) {
+                    let [Value::Int(i), Value::BulkString(raw)] = pair else {
+                        return Err(corrupt(format!("claim script answered {pair:?}")));
+                    };
+                    let token = usize::try_from(*i - 1)
+                        .ok()
+                        .and_then(|i| tokens.get(i))
+                        .ok_or_else(|| corrupt(format!("claim token {i} out of range")))?;
+                    tasks.push(ClaimedTask::decode(raw, worker.clone(), *token, &proc_key)?);
+                }
+                Ok((tasks, None))
+            }
+            (0, Value::Int(ms)) => Ok((
+                Vec::new(),
+                u64::try_from(ms).ok().map(Duration::from_millis),
+            )),
             (-1, _) => Err(Error::NotMember(worker.to_string())),
-            (code, other) => Err(Error::Corrupt {
-                key: proc_key,
-                detail: format!("claim script answered {code} {other:?}"),
-            }),
+            (code, other) => Err(corrupt(format!("claim script answered {code} {other:?}"))),
         }
     }
 
@@ -496,14 +563,48 @@ impl Frontier {
         worker: &WorkerId,
         timeout: Duration,
     ) -> Result<Option<ClaimedTask>> {
+        Ok(self.claim_batch_wait(worker, 1, timeout).await?.pop())
+    }
+
+    /// [`claim_batch`](Self::claim_batch), sleeping as [`claim_wait`](Self::claim_wait) does
+    /// until some task is due or `timeout` passes (then the answer is empty).
+    ///
+    /// # Errors
+    ///
+    /// As for [`claim`](Self::claim).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("claim_batch_wait example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use url_dedup_redis::{Frontier, Link, Membership, Namespace, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// let nothing = frontier.claim_batch_wait(&me, 8, Duration::from_millis(20)).await?;
+    /// assert!(nothing.is_empty());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn claim_batch_wait(
+        &self,
+        worker: &WorkerId,
+        max: usize,
+        timeout: Duration,
+    ) -> Result<Vec<ClaimedTask>> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut wake = Subscription::new(self.link.client().clone(), self.keys.wake.clone());
         let mut subscribed = false;
         loop {
-            let next_due = match self.claim(worker).await? {
-                Claim::Task(task) => return Ok(Some(task)),
-                Claim::Empty { next_due } => next_due,
-            };
+            let (tasks, next_due) = self.claim_up_to(worker, max).await?;
+            if !tasks.is_empty() {
+                return Ok(tasks);
+            }
             if !subscribed {
                 // Subscribe only once there is nothing to do (a busy worker never pays for it),
                 // then look again: a push between the first look and the subscription would
@@ -514,7 +615,7 @@ impl Frontier {
             }
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             if left.is_zero() {
-                return Ok(None);
+                return Ok(Vec::new());
             }
             let nap = left.min(POLL_INTERVAL).min(
                 next_due
@@ -555,7 +656,39 @@ impl Frontier {
     /// # }).unwrap();
     /// ```
     pub async fn ack(&self, task: &ClaimedTask) -> Result<bool> {
-        self.finish(task, "ack").await
+        Ok(self.finish(std::slice::from_ref(task), "ack").await? == 1)
+    }
+
+    /// [`ack`](Self::ack) for many tasks, one round trip per worker and 256 tasks;
+    /// returns how many claims it ended (stale ones are not counted).
+    ///
+    /// # Errors
+    ///
+    /// As for [`ack`](Self::ack).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("ack_batch example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// let urls = ["https://a.example/", "https://b.example/"];
+    /// frontier.push(&urls.map(|u| NewTask::from_url(u).unwrap())).await?;
+    /// let claimed = frontier.claim_batch(&me, 10).await?;
+    /// assert_eq!(claimed.len(), 2);
+    /// assert_eq!(frontier.ack_batch(&claimed).await?, 2);
+    /// assert_eq!(frontier.ack_batch(&claimed).await?, 0);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn ack_batch(&self, tasks: &[ClaimedTask]) -> Result<u64> {
+        self.finish(tasks, "ack").await
     }
 
     /// Gives a claimed task back, to the front of its host's queue (for a fetch that should be
@@ -586,35 +719,49 @@ impl Frontier {
     /// # }).unwrap();
     /// ```
     pub async fn release(&self, task: &ClaimedTask) -> Result<bool> {
-        self.finish(task, "release").await
+        Ok(self.finish(std::slice::from_ref(task), "release").await? == 1)
     }
 
-    async fn finish(&self, task: &ClaimedTask, mode: &'static str) -> Result<bool> {
+    /// Ends claims, grouped by worker, `MAX_BATCH` per script.
+    async fn finish(&self, tasks: &[ClaimedTask], mode: &'static str) -> Result<u64> {
         let generation = self.generation().await?;
-        let proc_key = self.proc_key(&task.worker);
-        let token_hex = format!("{:016x}", task.token);
         let delay_ms = self.settings.host_delay.as_millis() as u64;
-        let done: i64 = self
-            .link
-            .run("finish task", |mut conn| {
-                let mut call = scripts().finish.prepare_invoke();
-                call.key(&proc_key)
-                    .key(&self.keys.busy)
-                    .key(&self.keys.ready)
-                    .key(&self.keys.pending)
-                    .arg(&self.keys.queue_prefix)
-                    .arg(task.worker.as_str())
-                    .arg(&token_hex)
-                    .key(&self.keys.generation)
-                    .arg(delay_ms)
-                    .arg(&self.keys.wake)
-                    .arg(mode)
-                    .arg(&generation);
-                async move { call.invoke_async(&mut conn).await }
-            })
-            .await
-            .map_err(|e| self.reset_or(e))?;
-        Ok(done == 1)
+        let mut by_worker: Vec<(&WorkerId, Vec<&ClaimedTask>)> = Vec::new();
+        for task in tasks {
+            match by_worker.iter_mut().find(|(w, _)| *w == &task.worker) {
+                Some((_, held)) => held.push(task),
+                None => by_worker.push((&task.worker, vec![task])),
+            }
+        }
+        let mut ended = 0;
+        for (worker, held) in by_worker {
+            let proc_key = self.proc_key(worker);
+            for chunk in held.chunks(MAX_BATCH) {
+                let n: i64 = self
+                    .link
+                    .run("finish task", |mut conn| {
+                        let mut call = scripts().finish.prepare_invoke();
+                        call.key(&proc_key)
+                            .key(&self.keys.busy)
+                            .key(&self.keys.ready)
+                            .key(&self.keys.pending)
+                            .key(&self.keys.generation)
+                            .arg(&self.keys.queue_prefix)
+                            .arg(delay_ms)
+                            .arg(&self.keys.wake)
+                            .arg(mode);
+                        for task in chunk {
+                            call.arg(format!("{:016x}", task.token));
+                        }
+                        call.arg(&generation);
+                        async move { call.invoke_async(&mut conn).await }
+                    })
+                    .await
+                    .map_err(|e| self.reset_or(e))?;
+                ended += u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(ended)
     }
 
     /// Requeues the tasks of every worker whose membership lease has expired; returns how many
@@ -796,5 +943,116 @@ impl Frontier {
 
     fn proc_key(&self, worker: &WorkerId) -> String {
         self.ns.key(&format!("proc:{worker}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::Membership;
+    use crate::testing::{RedisServer, runtime};
+
+    fn one_host(n: usize) -> Vec<NewTask> {
+        (0..n)
+            .map(|i| NewTask::from_url(&format!("https://one.example/{i}")).unwrap())
+            .collect()
+    }
+
+    /// Many workers on one host share its request slots: never more claimed at once than
+    /// the budget, every worker gets a share, every task is done once.
+    #[test]
+    fn many_workers_share_one_hosts_budget() {
+        let Some(server) = RedisServer::start_or_skip("many_workers_share_one_hosts_budget") else {
+            return;
+        };
+        runtime().block_on(async {
+            let link = Link::connect(&server.url()).await.unwrap();
+            let ns = Namespace::new("shared-host").unwrap();
+            let settings = FrontierSettings {
+                host_concurrency: 3,
+                ..Default::default()
+            };
+            let frontier = Frontier::with_settings(link.clone(), ns.clone(), settings);
+            frontier.push(&one_host(120)).await.unwrap();
+            let held = Arc::new(AtomicUsize::new(0));
+            let most = Arc::new(AtomicUsize::new(0));
+            let mut workers = Vec::new();
+            for w in 0..6 {
+                let (frontier, held, most) = (frontier.clone(), held.clone(), most.clone());
+                let members = Membership::new(link.clone(), ns.clone());
+                workers.push(tokio::spawn(async move {
+                    let me = WorkerId::new(&format!("w{w}")).unwrap();
+                    members.join(&me).await.unwrap();
+                    let mut done = Vec::new();
+                    loop {
+                        let got = frontier
+                            .claim_batch_wait(&me, 2, Duration::from_millis(200))
+                            .await
+                            .unwrap();
+                        if got.is_empty() {
+                            if frontier.pending().await.unwrap() == 0 {
+                                return done;
+                            }
+                            continue;
+                        }
+                        let now = held.fetch_add(got.len(), Ordering::SeqCst) + got.len();
+                        most.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(3)).await;
+                        held.fetch_sub(got.len(), Ordering::SeqCst);
+                        assert_eq!(frontier.ack_batch(&got).await.unwrap(), got.len() as u64);
+                        done.extend(got.into_iter().map(|t| t.url().to_owned()));
+                    }
+                }));
+            }
+            let mut all = Vec::new();
+            let mut shares = Vec::new();
+            for w in workers {
+                let done = w.await.unwrap();
+                shares.push(done.len());
+                all.extend(done);
+            }
+            assert!(most.load(Ordering::SeqCst) <= 3, "{most:?}");
+            assert!(shares.iter().filter(|&&n| n > 0).count() >= 2, "{shares:?}");
+            all.sort();
+            all.dedup();
+            assert_eq!(all.len(), 120, "{shares:?}");
+        });
+    }
+
+    /// With several slots, a host's claims still start `host_delay` apart.
+    #[test]
+    fn a_hosts_claims_start_the_delay_apart() {
+        let Some(server) = RedisServer::start_or_skip("a_hosts_claims_start_the_delay_apart")
+        else {
+            return;
+        };
+        runtime().block_on(async {
+            let link = Link::connect(&server.url()).await.unwrap();
+            let ns = Namespace::new("spaced").unwrap();
+            let settings = FrontierSettings {
+                host_concurrency: 4,
+                host_delay: Duration::from_millis(100),
+                ..Default::default()
+            };
+            let frontier = Frontier::with_settings(link.clone(), ns.clone(), settings);
+            let me = WorkerId::new("w").unwrap();
+            Membership::new(link, ns).join(&me).await.unwrap();
+            frontier.push(&one_host(3)).await.unwrap();
+            let begin = tokio::time::Instant::now();
+            assert_eq!(frontier.claim_batch(&me, 4).await.unwrap().len(), 1);
+            let second = frontier
+                .claim_batch_wait(&me, 4, Duration::from_secs(2))
+                .await
+                .unwrap();
+            assert_eq!(second.len(), 1);
+            assert!(
+                begin.elapsed() >= Duration::from_millis(90),
+                "{:?}",
+                begin.elapsed()
+            );
+        });
     }
 }

@@ -1,4 +1,5 @@
-//! Crawl tasks as the frontier stores them: `id \n host \n url`.
+//! Crawl tasks as the frontier stores them: `id \n host \n url`, followed by `\n data` when
+//! the task carries data of the caller's (a crawler's depth and hop count, say).
 
 use crate::error::{Error, Result};
 use crate::namespace::WorkerId;
@@ -30,6 +31,7 @@ pub const MAX_HOST_LEN: usize = 260;
 pub struct NewTask {
     host: String,
     url: String,
+    data: String,
 }
 
 impl NewTask {
@@ -62,7 +64,59 @@ impl NewTask {
         if host.contains(['\n', '\r']) || url.contains(['\n', '\r']) {
             return Err(Error::InvalidTask("line breaks are not allowed"));
         }
-        Ok(Self { host, url })
+        Ok(Self {
+            host,
+            url,
+            data: String::new(),
+        })
+    }
+
+    /// The task with `data` of the caller's, handed back by [`ClaimedTask::data`]: what a
+    /// crawler knows about the URL besides the URL (its depth, the redirects that led to it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTask`] when `data` contains a line break.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::NewTask;
+    ///
+    /// let t = NewTask::from_url("https://example.com/a")?.with_data("depth=3")?;
+    /// assert_eq!(t.data(), "depth=3");
+    /// assert!(NewTask::from_url("https://example.com/a")?.with_data("a\nb").is_err());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn with_data(mut self, data: impl Into<String>) -> Result<Self> {
+        let data = data.into();
+        if data.contains(['\n', '\r']) {
+            return Err(Error::InvalidTask("line breaks are not allowed"));
+        }
+        self.data = data;
+        Ok(self)
+    }
+
+    /// The caller's data (empty unless set with [`with_data`](Self::with_data)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::NewTask;
+    /// assert_eq!(NewTask::new("h", "u")?.data(), "");
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn data(&self) -> &str {
+        &self.data
+    }
+
+    /// What the frontier stores after the host: the URL, then the data if any.
+    pub(crate) fn body(&self) -> std::borrow::Cow<'_, str> {
+        if self.data.is_empty() {
+            self.url.as_str().into()
+        } else {
+            format!("{}\n{}", self.url, self.data).into()
+        }
     }
 
     /// A task whose host key is the URL's lower-cased host and explicit port.
@@ -147,6 +201,7 @@ pub struct ClaimedTask {
     pub(crate) id: u64,
     pub(crate) host: String,
     pub(crate) url: String,
+    pub(crate) data: String,
     pub(crate) worker: WorkerId,
     pub(crate) token: u64,
 }
@@ -224,6 +279,31 @@ impl ClaimedTask {
         &self.url
     }
 
+    /// The data the task was pushed with ([`NewTask::with_data`]); empty if none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("ClaimedTask data example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Claim, Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("doc")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w1")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// let task = NewTask::from_url("https://example.com/a")?.with_data("2 0")?;
+    /// frontier.push(&[task]).await?;
+    /// let Claim::Task(task) = frontier.claim(&me).await? else { panic!("queued a task") };
+    /// assert_eq!((task.url(), task.data()), ("https://example.com/a", "2 0"));
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn data(&self) -> &str {
+        &self.data
+    }
+
     /// The worker holding the lease.
     ///
     /// # Examples
@@ -254,15 +334,17 @@ impl ClaimedTask {
             detail: detail.to_owned(),
         };
         let text = std::str::from_utf8(raw).map_err(|_| corrupt("task is not UTF-8"))?;
-        let mut parts = text.splitn(3, '\n');
+        let mut parts = text.splitn(4, '\n');
         let (Some(id), Some(host), Some(url)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(corrupt("task is not `id\\nhost\\nurl`"));
         };
+        let data = parts.next().unwrap_or_default();
         let id = id.parse().map_err(|_| corrupt("task id is not a number"))?;
         Ok(Self {
             id,
             host: host.to_owned(),
             url: url.to_owned(),
+            data: data.to_owned(),
             worker,
             token,
         })
