@@ -15,6 +15,8 @@
 //! | `{ns}:proc:<worker>` | hash | claim token -> task, the worker's processing set |
 //! | `{ns}:workers` | set | workers that may hold tasks (scanned by [`Frontier::requeue_dead`]) |
 //! | `{ns}:pending`, `{ns}:ids` | counters | queued tasks; last task id given |
+//! | `{ns}:acked` | counter | tasks acknowledged so far |
+//! | `{ns}:hosts` | hash | host -> tasks queued through [`Frontier::commit`], for its host budget |
 //! | `{ns}:wake` | channel | published when a host becomes ready |
 //!
 //! Every state change is one Lua script, so a task is always in exactly one place: a host
@@ -161,6 +163,8 @@ struct Keys {
     queue_prefix: String,
     wake: String,
     generation: String,
+    acked: String,
+    queued_per_host: String,
 }
 
 fn scripts() -> &'static Scripts {
@@ -170,6 +174,7 @@ fn scripts() -> &'static Scripts {
         claim: guarded(include_str!("lua/claim.lua")),
         finish: guarded(include_str!("lua/finish.lua")),
         requeue: guarded(include_str!("lua/requeue.lua")),
+        commit: guarded(include_str!("lua/commit.lua")),
     })
 }
 
@@ -183,6 +188,7 @@ struct Scripts {
     claim: Script,
     finish: Script,
     requeue: Script,
+    commit: Script,
 }
 
 impl Frontier {
@@ -233,6 +239,8 @@ impl Frontier {
             queue_prefix: ns.key("q:"),
             wake: ns.key("wake"),
             generation: ns.key("generation"),
+            acked: ns.key("acked"),
+            queued_per_host: ns.key("hosts"),
         };
         Self {
             link,
@@ -745,6 +753,7 @@ impl Frontier {
                             .key(&self.keys.busy)
                             .key(&self.keys.ready)
                             .key(&self.keys.pending)
+                            .key(&self.keys.acked)
                             .key(&self.keys.generation)
                             .arg(&self.keys.queue_prefix)
                             .arg(delay_ms)
@@ -762,6 +771,144 @@ impl Frontier {
             }
         }
         Ok(ended)
+    }
+
+    /// Queues the tasks that `done` (claims of `worker`) produced, then acknowledges `done`,
+    /// in one atomic script: what a crawler calls once a page's links are admitted, one round
+    /// trip instead of a push and an ack. A host already given `host_budget` tasks through
+    /// this method refuses more (0: no budget); the answer says, per task, whether it was
+    /// queued. Retried after a lost reply, the script does nothing twice.
+    ///
+    /// Every claim of `done` must be `worker`'s. Past 1,000 tasks or 256 claims, the work is
+    /// split: the earlier scripts only queue, the last one also acknowledges.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTask`] for a URL longer than
+    /// [`max_url_len`](FrontierSettings::max_url_len) or a claim of another worker (nothing is
+    /// done); [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("commit example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.push(&[NewTask::from_url("https://a.example/")?]).await?;
+    /// let page = frontier.claim_batch(&me, 1).await?;
+    /// let links = ["https://a.example/1", "https://a.example/2", "https://b.example/"];
+    /// let links: Vec<NewTask> = links.iter().map(|u| NewTask::from_url(u).unwrap()).collect();
+    /// // A budget of one task per host: a.example's second link is refused.
+    /// assert_eq!(frontier.commit(&me, &links, 1, &page).await?, [true, false, true]);
+    /// assert_eq!((frontier.pending().await?, frontier.in_flight().await?), (2, 0));
+    /// assert_eq!(frontier.acked().await?, 1);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn commit(
+        &self,
+        worker: &WorkerId,
+        tasks: &[NewTask],
+        host_budget: u64,
+        done: &[ClaimedTask],
+    ) -> Result<Vec<bool>> {
+        if tasks
+            .iter()
+            .any(|t| t.url().len() > self.settings.max_url_len)
+        {
+            return Err(Error::InvalidTask("url is longer than max_url_len"));
+        }
+        if done.iter().any(|t| &t.worker != worker) {
+            return Err(Error::InvalidTask("a claim of another worker"));
+        }
+        let generation = self.generation().await?;
+        let proc_key = self.proc_key(worker);
+        let delay_ms = self.settings.host_delay.as_millis() as u64;
+        let task_chunks: Vec<&[NewTask]> = tasks.chunks(PUSH_CHUNK).collect();
+        let claim_chunks: Vec<&[ClaimedTask]> = done.chunks(MAX_BATCH).collect();
+        let steps = task_chunks.len().max(claim_chunks.len()).max(1);
+        let mut queued = Vec::with_capacity(tasks.len());
+        for step in 0..steps {
+            let chunk = task_chunks.get(step).copied().unwrap_or_default();
+            let acks = claim_chunks.get(step).copied().unwrap_or_default();
+            let token_key = self.ns.key(&format!("commit:{:016x}", random_u64()));
+            let answer: String = self
+                .link
+                .run("commit", |mut conn| {
+                    let mut call = scripts().commit.prepare_invoke();
+                    call.key(&self.keys.ready)
+                        .key(&self.keys.busy)
+                        .key(&self.keys.ids)
+                        .key(&self.keys.pending)
+                        .key(&token_key)
+                        .key(&proc_key)
+                        .key(&self.keys.queued_per_host)
+                        .key(&self.keys.acked)
+                        .key(&self.keys.generation)
+                        .arg(&self.keys.queue_prefix)
+                        .arg(&self.keys.wake)
+                        .arg(PUSH_TOKEN_TTL_MS)
+                        .arg(self.settings.host_concurrency.max(1))
+                        .arg(host_budget)
+                        .arg(delay_ms)
+                        .arg(chunk.len());
+                    for task in chunk {
+                        call.arg(task.host()).arg(task.body());
+                    }
+                    for claim in acks {
+                        call.arg(format!("{:016x}", claim.token));
+                    }
+                    call.arg(&generation);
+                    async move { call.invoke_async(&mut conn).await }
+                })
+                .await
+                .map_err(|e| self.reset_or(e))?;
+            if answer.len() != chunk.len() {
+                return Err(Error::Corrupt {
+                    key: token_key,
+                    detail: format!("commit answered {answer:?} for {} tasks", chunk.len()),
+                });
+            }
+            queued.extend(answer.bytes().map(|b| b == b'1'));
+        }
+        Ok(queued)
+    }
+
+    /// Tasks acknowledged so far, over all workers ([`ack`](Self::ack),
+    /// [`ack_batch`](Self::ack_batch), [`commit`](Self::commit)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("acked example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use url_dedup_redis::{Frontier, Link, Namespace};
+    /// let frontier = Frontier::new(Link::connect(&server.url()).await?, Namespace::new("c")?);
+    /// assert_eq!(frontier.acked().await?, 0);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn acked(&self) -> Result<u64> {
+        let key = self.keys.acked.clone();
+        let n: Option<u64> = self
+            .link
+            .run("acked", |mut conn| {
+                let key = key.clone();
+                async move { redis::cmd("GET").arg(key).query_async(&mut conn).await }
+            })
+            .await?;
+        Ok(n.unwrap_or(0))
     }
 
     /// Requeues the tasks of every worker whose membership lease has expired; returns how many
@@ -1053,6 +1200,33 @@ mod tests {
                 "{:?}",
                 begin.elapsed()
             );
+        });
+    }
+
+    /// A host's budget counts over every commit and every worker; a stale claim (requeued
+    /// meanwhile) is not acknowledged twice.
+    #[test]
+    fn commit_budgets_hosts_across_calls_and_skips_stale_claims() {
+        let Some(server) = RedisServer::start_or_skip("commit_budgets_hosts") else {
+            return;
+        };
+        runtime().block_on(async {
+            let link = Link::connect(&server.url()).await.unwrap();
+            let ns = Namespace::new("commit").unwrap();
+            let frontier = Frontier::new(link.clone(), ns.clone());
+            let me = WorkerId::new("w").unwrap();
+            Membership::new(link, ns).join(&me).await.unwrap();
+            let first = frontier.commit(&me, &one_host(3), 4, &[]).await.unwrap();
+            assert_eq!(first, [true; 3]);
+            let claimed = frontier.claim_batch(&me, 1).await.unwrap();
+            assert_eq!(frontier.requeue_worker(&me).await.unwrap(), 1);
+            let more: Vec<NewTask> = (3..6)
+                .map(|i| NewTask::from_url(&format!("https://one.example/{i}")).unwrap())
+                .collect();
+            let second = frontier.commit(&me, &more, 4, &claimed).await.unwrap();
+            assert_eq!(second, [true, false, false]);
+            assert_eq!(frontier.acked().await.unwrap(), 0, "the claim was stale");
+            assert_eq!(frontier.pending().await.unwrap(), 4);
         });
     }
 }

@@ -2,7 +2,8 @@
 -- host's queue. Either way each task's host gets its request slot back and, if it has more
 -- tasks, is due again after the politeness delay (or keeps the earlier time it was due at). A
 -- claim that was already requeued (its worker was presumed dead) is stale.
--- KEYS: 1 worker's processing hash, 2 busy hash, 3 ready zset, 4 pending counter
+-- KEYS: 1 worker's processing hash, 2 busy hash, 3 ready zset, 4 pending counter,
+--       5 acknowledged counter
 -- ARGV: 1 host queue key prefix, 2 delay ms, 3 wake channel, 4 mode, 5.. claim tokens
 -- (the generation key and value follow: see guard.lua)
 -- Returns the number of claims ended (stale ones are not counted).
@@ -30,5 +31,6 @@ for i = 5, #ARGV - 1 do
     end
   end
 end
+if ended > 0 and ARGV[4] == 'ack' then redis.call('INCRBY', KEYS[5], ended) end
 if woke > 0 and delay == 0 then redis.call('PUBLISH', ARGV[3], woke) end
 return ended
