@@ -116,6 +116,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod cluster;
 mod error;
 mod frontier;
 mod ids;

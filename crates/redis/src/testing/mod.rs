@@ -34,6 +34,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod cluster;
+pub use cluster::{ClusterNode, RedisCluster};
+
 /// How long a server may take to answer its first `PING` (a durable one replays its log first).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -129,6 +132,8 @@ pub struct RedisServer {
     port: u16,
     binary: PathBuf,
     durable: bool,
+    /// A node of a Redis Cluster (`--cluster-enabled yes`), see [`RedisCluster`].
+    cluster: bool,
     dir: tempfile::TempDir,
 }
 
@@ -170,7 +175,7 @@ impl RedisServer {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn start() -> io::Result<Self> {
-        Self::launch(false)
+        Self::launch(false, false)
     }
 
     /// Starts a server that appends every write to an fsync-always log in its directory, so a
@@ -190,7 +195,7 @@ impl RedisServer {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn start_durable() -> io::Result<Self> {
-        Self::launch(true)
+        Self::launch(true, false)
     }
 
     /// [`start`](Self::start), or `None` with a loud notice on stderr when no binary exists and
@@ -243,13 +248,13 @@ impl RedisServer {
             );
             return None;
         }
-        match Self::launch(durable) {
+        match Self::launch(durable, false) {
             Ok(server) => Some(server),
             Err(e) => panic!("{test}: cannot start redis-server: {e}"),
         }
     }
 
-    fn launch(durable: bool) -> io::Result<Self> {
+    pub(crate) fn launch(durable: bool, cluster: bool) -> io::Result<Self> {
         let binary = Self::binary()
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no redis-server binary"))?;
         // A free port can be taken by someone else between our probe and redis binding it;
@@ -262,6 +267,7 @@ impl RedisServer {
                 port,
                 binary: binary.clone(),
                 durable,
+                cluster,
                 dir: tempfile::Builder::new()
                     .prefix("url-dedup-redis-")
                     .tempdir()?,
@@ -291,6 +297,12 @@ impl RedisServer {
             cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
         } else {
             cmd.args(["--appendonly", "no"]);
+        }
+        if self.cluster {
+            // A short node timeout: a killed master is failed over within seconds.
+            cmd.args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1500"])
+                .arg("--cluster-config-file")
+                .arg(dir.join("nodes.conf"));
         }
         // The supervisor's stdin is a pipe whose only writer is this process: it closes when
         // the process ends for any reason, and the supervisor then kills the server.
