@@ -223,8 +223,15 @@ def test_threads_sharing_one_deduplicator_admit_each_url_once():
 def test_shared_filter_in_redis(redis_url):
     key = bytes(range(16))
     a = UrlDedup(10_000, redis=redis_url, redis_prefix="bindings", hash_key=key)
-    # A later process adopts the filter's size and key, whatever it asks for.
-    b = UrlDedup(5, redis=redis_url, redis_prefix="bindings")
+    # A key given by the creator stays out of Redis: a process without it cannot join.
+    with pytest.raises(url_dedup.RedisError, match="key"):
+        UrlDedup(5, redis=redis_url, redis_prefix="bindings")
+    # One with it adopts the filter's size, whatever it asks for.
+    b = UrlDedup(5, redis=redis_url, redis_prefix="bindings", hash_key=key)
+    # Without a key, the first process's random one is shared through Redis.
+    UrlDedup(10, redis=redis_url, redis_prefix="random-key").check_and_insert("https://x.example/")
+    joined = UrlDedup(10, redis=redis_url, redis_prefix="random-key")
+    assert joined.check_and_insert("https://x.example/") is Outcome.DUPLICATE
     assert a.redis == redis_url and a.redis_prefix == "bindings"
     assert a.check_and_insert("https://example.com/x") is Outcome.NEW
     assert b.check_and_insert("https://EXAMPLE.com/x#y") is Outcome.DUPLICATE
@@ -247,3 +254,10 @@ def test_an_unreachable_redis_raises_redis_error():
     with pytest.raises(url_dedup.RedisError) as info:
         UrlDedup(1_000, redis=f"redis://127.0.0.1:{free_port()}/0", redis_prefix="down")
     assert isinstance(info.value, ConnectionError)
+
+
+def test_the_package_docstring_examples_run():
+    import doctest
+
+    failures, tried = doctest.testmod(url_dedup)
+    assert tried > 0 and failures == 0

@@ -51,11 +51,12 @@ def test_scrapy_redis_crawl_fetches_every_page_once(site, redis_url):
 
 
 @pytest.mark.parametrize("key", ["url", "fingerprint"])
-def test_two_scrapy_processes_share_one_filter(site, redis_url, key):
+@pytest.mark.parametrize("hash_key", ["", "00112233445566778899aabbccddeeff"])
+def test_two_scrapy_processes_share_one_filter(site, redis_url, key, hash_key):
     # Separate queues, one filter: of two processes finding the same link, one fetches it.
     settings = [
         redis_settings(redis_url, "shared", URL_DEDUP_KEY=key, SCHEDULER_QUEUE_KEY=f"q{n}",
-                       DOWNLOAD_DELAY="0.01")
+                       DOWNLOAD_DELAY="0.01", URL_DEDUP_HASH_KEY=hash_key)
         for n in (1, 2)
     ]
     first = scrapy_process(settings[0], [site.url("a/0")])

@@ -36,6 +36,9 @@ Settings (all optional):
                                       ``REDIS_URL``, or ``REDIS_HOST``/``REDIS_PORT``)
 ``URL_DEDUP_REDIS_PREFIX``            key prefix of the shared filter, ``%(spider)s`` replaced by
                                       the spider's name (default ``"%(spider)s:url-dedup"``)
+``URL_DEDUP_HASH_KEY``                32 hex digits keying the filter's hashes (default: random;
+                                      a shared filter created with a key keeps it out of Redis,
+                                      and every process sharing it must give the same one)
 ====================================  ==========================================================
 """
 
@@ -118,6 +121,7 @@ class _RequestKeys:
             "canonicalization": self.canonicalization,
             "filter": settings.get("URL_DEDUP_FILTER", "growing"),
             "accept_config_change": settings.getbool("URL_DEDUP_ACCEPT_CONFIG_CHANGE"),
+            "hash_key": _hash_key(settings.get("URL_DEDUP_HASH_KEY")),
         }
 
     def fingerprint(self, request: Request) -> bytes:
@@ -394,6 +398,18 @@ def redis_url(settings: BaseSettings) -> str:
     if params.get("password"):
         auth = f"{params.get('username', '')}:{params['password']}@"
     return f"redis://{auth}{host}:{port}/{int(params.get('db', 0))}"
+
+
+def _hash_key(text: str | None) -> bytes | None:
+    if not text:
+        return None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 16:
+        raise ValueError("URL_DEDUP_HASH_KEY must be 32 hex digits")
+    return key
 
 
 def _glob_escape(text: str) -> str:
