@@ -101,8 +101,12 @@ def test_scrapy_and_the_rust_crawler_split_one_crawl(site, redis_url, redis_serv
         assert proc.poll() is None, proc.communicate()[1].decode(errors="replace")[-4000:]
         assert time.monotonic() < deadline, "the crawler did not create its done set"
         time.sleep(0.02)
+    # The crawler keeps its done set's key out of the filter's metadata, in the crawl's
+    # `{NAME}:hash-key` (32 hex digits): Scrapy is given it.
+    key = client.get(f"{{{name}}}:hash-key").decode()
     scrapy = scrapy_process(
-        redis_settings(redis_url, f"{name}:seen", DOWNLOAD_DELAY="0.01"), [site.url("b/0")]
+        redis_settings(redis_url, f"{name}:seen", DOWNLOAD_DELAY="0.01", URL_DEDUP_HASH_KEY=key),
+        [site.url("b/0")],
     )
     finish(scrapy)
     try:
