@@ -193,6 +193,7 @@ pub(crate) fn read(dir: &Path, size: FilterSize) -> Result<Option<Checkpoint>, C
                     .map_err(|_| damaged(format!("bad hops in {line:?}")))?,
                 kind: JobKind::from_code(kind)
                     .ok_or_else(|| damaged(format!("bad kind in {line:?}")))?,
+                claim: None,
             }),
             ["H" | "T", n, key] => {
                 let counts = if f[0] == "H" {
@@ -255,12 +256,14 @@ mod tests {
                 depth: 1,
                 hops: 0,
                 kind: JobKind::Page,
+                claim: None,
             },
             Job {
                 url: "http://h/s.xml".into(),
                 depth: 1,
                 hops: 2,
                 kind: JobKind::Sitemap,
+                claim: None,
             },
         ];
         let hosts = HashMap::from([("h:80".to_owned(), 2u64)]);

@@ -1,29 +1,47 @@
-//! The crawl: shared state, workers, checkpoints, and the end of the run.
+//! The crawl engine, one for both modes: shared state, workers, housekeeping, and the end of
+//! the run.
+//!
+//! Where the run queue and the done set live is the [`Backend`]: in this process (a journal
+//! and checkpoints in the output directory, [`CrawlState`]) or in Redis, shared with other
+//! processes ([`SharedQueue`]). Everything else is the same in both: workers pace hosts and
+//! read robots.txt, pages go through the same fetch, parse, trap and scope rules, and the same
+//! records (WARC, mirror, skip report, counters) are written. Every option works in both modes
+//! or is refused when the command line is read.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
+use reqwest::StatusCode;
 use tokio::sync::{mpsc, watch};
 
 use crate::canonical::Canonicalizer;
 use crate::error::CrawlError;
-use crate::fetch::{Exchange, Fetcher};
+use crate::fetch::{Exchange, Fetcher, Validators};
 use crate::frontier::{Job, JobKind};
 use crate::kernel::Kernels;
 use crate::logger::Logger;
 use crate::monitor::{Counters, Monitor, Refresh};
 use crate::options::CrawlConfig;
 use crate::page::{self, Candidate};
+use crate::records::Records;
 use crate::router::Router;
+use crate::shared_queue::{self, Commit, SharedQueue, SharedSettings};
 use crate::skip::SkipReason;
 use crate::state::CrawlState;
 use crate::summary::{Stop, Summary};
 use crate::worker;
 
+/// Where the run queue and the done set live.
+pub(crate) enum Backend {
+    /// In this process: journal and checkpoints in the output directory.
+    Local(Box<Mutex<CrawlState>>),
+    /// In Redis, shared with the other processes of the crawl.
+    Shared(Box<SharedQueue>),
+}
+
 /// What every worker and fetch task shares.
-#[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: CrawlConfig,
     pub(crate) canon: Canonicalizer,
@@ -31,7 +49,7 @@ pub(crate) struct Shared {
     pub(crate) kernels: Kernels,
     /// Live figures, the status page and the page rate limit.
     pub(crate) monitor: Arc<Monitor>,
-    state: Mutex<CrawlState>,
+    backend: Backend,
     router: Router,
     stop: watch::Sender<bool>,
     /// Fetches started, counted against --max-pages (pages of earlier runs included).
@@ -40,16 +58,56 @@ pub(crate) struct Shared {
     fatal: Mutex<Option<CrawlError>>,
 }
 
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Shared {
-    /// The state; a panic elsewhere while it was held leaves it usable (it is only ever
-    /// changed through methods that keep it consistent line by line).
-    pub(crate) fn state(&self) -> MutexGuard<'_, CrawlState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// The local state; `None` in a shared crawl. A panic elsewhere while it was held leaves
+    /// it usable (it is only ever changed through methods that keep it consistent line by
+    /// line).
+    fn local(&self) -> Option<MutexGuard<'_, CrawlState>> {
+        match &self.backend {
+            Backend::Local(state) => Some(state.lock().unwrap_or_else(|p| p.into_inner())),
+            Backend::Shared(_) => None,
+        }
+    }
+
+    /// The shared backend; `None` in a single-process crawl.
+    pub(crate) fn shared_queue(&self) -> Option<&SharedQueue> {
+        match &self.backend {
+            Backend::Shared(q) => Some(q),
+            Backend::Local(_) => None,
+        }
+    }
+
+    /// Runs `f` on this process's records (under the state's lock in a local crawl).
+    pub(crate) fn with_records<T>(&self, f: impl FnOnce(&mut Records) -> T) -> T {
+        match &self.backend {
+            Backend::Local(state) => {
+                f(&mut state.lock().unwrap_or_else(|p| p.into_inner()).records)
+            }
+            Backend::Shared(q) => f(&mut q.records()),
+        }
     }
 
     /// Asks every worker to stop starting fetches and to finish when idle.
     pub(crate) fn request_stop(&self) {
         self.stop.send_replace(true);
+    }
+
+    /// Whether the crawl is stopping, and a way to wait for it.
+    pub(crate) fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// Queues `job` at the worker of its host.
+    pub(crate) fn route(&self, job: Job) {
+        self.router.route(job);
     }
 
     /// Claims one fetch of the --max-pages budget; false when it is used up.
@@ -65,7 +123,8 @@ impl Shared {
         false
     }
 
-    /// Records a fatal error (the output directory cannot be written) and stops the crawl.
+    /// Records a fatal error (the output directory cannot be written, Redis lost the crawl)
+    /// and stops the crawl.
     pub(crate) fn fail(&self, e: CrawlError) {
         self.fatal
             .lock()
@@ -77,39 +136,72 @@ impl Shared {
     /// Counts the links of a page left out for `nofollow` or for being no web URL.
     pub(crate) fn count_unfollowed(&self, nofollow: u64, not_web: u64) {
         if nofollow + not_web > 0 {
-            let mut state = self.state();
-            state.stats.nofollow += nofollow;
-            state.stats.not_web += not_web;
+            self.with_records(|r| {
+                r.stats.nofollow += nofollow;
+                r.stats.not_web += not_web;
+            });
         }
     }
 
-    /// Offers candidates to the done set outside of a page (sitemaps from robots.txt).
+    /// Offers candidates to the done set outside of a page (the seeds, sitemaps from
+    /// robots.txt).
     pub(crate) fn offer(&self, candidates: Vec<Candidate>) {
-        let admitted = {
-            let mut state = self.state();
-            page::admit_all(self, &mut state, None, candidates)
-        };
-        match admitted {
-            Ok(jobs) => jobs.into_iter().for_each(|j| self.router.route(j)),
-            Err(e) => self.fail(e),
+        match &self.backend {
+            Backend::Local(state) => {
+                let admitted = {
+                    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+                    page::admit_all(self, &mut state, None, candidates)
+                };
+                match admitted {
+                    Ok(jobs) => jobs.into_iter().for_each(|j| self.router.route(j)),
+                    Err(e) => self.fail(e),
+                }
+            }
+            Backend::Shared(q) => {
+                let offers = page::vet_all(self, &mut q.records(), None, candidates);
+                match offers {
+                    Ok(offers) => q.submit(Commit {
+                        claim: None,
+                        offers,
+                        remember: None,
+                    }),
+                    Err(e) => self.fail(e),
+                }
+            }
         }
     }
 
     /// Completes a job that produced no response (a failure, or a rule applied at dispatch).
     pub(crate) fn give_up(&self, job: &Job, problem: Option<(SkipReason, String)>) {
-        let result = {
-            let mut state = self.state();
-            let skipped = match &problem {
-                Some((reason, detail)) => state.skip(*reason, &job.url, detail),
-                None => Ok(()),
-            };
-            skipped.and_then(|()| state.complete(job, None))
-        };
-        self.after_commit(result, Vec::new());
+        match &self.backend {
+            Backend::Local(state) => {
+                let result = {
+                    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+                    let skipped = match &problem {
+                        Some((reason, detail)) => state.skip(*reason, &job.url, detail),
+                        None => Ok(()),
+                    };
+                    skipped.and_then(|()| state.complete(job, None))
+                };
+                self.after_commit(result, Vec::new());
+            }
+            Backend::Shared(q) => {
+                if let Some((reason, detail)) = &problem
+                    && let Err(e) = q.records().skip(*reason, &job.url, detail)
+                {
+                    self.fail(e);
+                }
+                q.submit(Commit {
+                    claim: job.claim.clone(),
+                    offers: Vec::new(),
+                    remember: None,
+                });
+            }
+        }
     }
 
     /// Completes a job with its response: admits what it links to, writes the WARC records,
-    /// journals it done.
+    /// marks it done (journaled, or acknowledged in Redis).
     pub(crate) fn commit_exchange(
         &self,
         job: &Job,
@@ -127,29 +219,74 @@ impl Shared {
         } else {
             0
         };
-        let result = {
-            let mut state = self.state();
-            let record = || -> Result<(Vec<Job>, bool), CrawlError> {
-                let admitted = page::admit_all(self, &mut state, Some(&job.url), candidates)?;
-                if let Some((reason, detail)) = &problem {
-                    state.skip(*reason, &job.url, detail)?;
-                }
-                if let Some((hash, decoded)) = body {
-                    state.body_seen_hash(hash);
-                    state.stats.decoded += u64::from(decoded);
-                }
-                state.stats.redirects += u64::from(is_redirect);
-                state.stats.sitemap_urls += sitemap_pages;
-                if self.config.mirror && job.kind == JobKind::Page && body.is_some() {
-                    state.stats.mirror_files += 1;
-                }
-                Ok((admitted, state.complete(job, Some(exchange))?))
-            };
-            record()
+        let mirrored = self.config.mirror && job.kind == JobKind::Page && body.is_some();
+        let note = |records: &mut Records| -> Result<(), CrawlError> {
+            if let Some((reason, detail)) = &problem {
+                records.skip(*reason, &job.url, detail)?;
+            }
+            if let Some((hash, decoded)) = body {
+                records.body_seen_hash(hash);
+                records.stats.decoded += u64::from(decoded);
+            }
+            records.stats.redirects += u64::from(is_redirect);
+            records.stats.sitemap_urls += sitemap_pages;
+            records.stats.mirror_files += u64::from(mirrored);
+            records.stats.not_modified += u64::from(exchange.status == StatusCode::NOT_MODIFIED);
+            Ok(())
         };
-        match result {
-            Ok((admitted, empty)) => self.after_commit(Ok(empty), admitted),
-            Err(e) => self.fail(e),
+        match &self.backend {
+            Backend::Local(state) => {
+                let result = {
+                    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+                    let record = || -> Result<(Vec<Job>, bool), CrawlError> {
+                        let admitted =
+                            page::admit_all(self, &mut state, Some(&job.url), candidates)?;
+                        note(&mut state.records)?;
+                        Ok((admitted, state.complete(job, Some(exchange))?))
+                    };
+                    record()
+                };
+                match result {
+                    Ok((admitted, empty)) => self.after_commit(Ok(empty), admitted),
+                    Err(e) => self.fail(e),
+                }
+            }
+            Backend::Shared(q) => {
+                let offers = {
+                    let mut records = q.records();
+                    let record = || -> Result<_, CrawlError> {
+                        let offers = page::vet_all(self, &mut records, Some(&job.url), candidates)?;
+                        note(&mut records)?;
+                        records.exchange(&job.url, exchange)?;
+                        Ok(offers)
+                    };
+                    record()
+                };
+                let offers = offers.and_then(|o| {
+                    q.log_fetched(exchange.status.as_u16(), &job.url)
+                        .map(|()| o)
+                });
+                match offers {
+                    Ok(offers) => {
+                        let remember = (q.revisits() && exchange.status.is_success())
+                            .then(|| (job.url.clone(), Validators::of(&exchange.headers)));
+                        q.submit(Commit {
+                            claim: job.claim.clone(),
+                            offers,
+                            remember,
+                        });
+                    }
+                    Err(e) => {
+                        self.fail(e);
+                        // Still given back, so the crawl can end.
+                        q.submit(Commit {
+                            claim: job.claim.clone(),
+                            offers: Vec::new(),
+                            remember: None,
+                        });
+                    }
+                }
+            }
         }
     }
 
@@ -166,14 +303,56 @@ impl Shared {
     }
 }
 
-/// Runs a crawl to its end (queue empty, --max-pages, Ctrl-C or a fatal error).
-pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
+/// What a run prints when it ends.
+#[derive(Debug)]
+pub(crate) enum Report {
+    /// The summary of a single-process crawl.
+    Local(Box<Summary>),
+    /// One JSON line of this process's counters in a shared crawl.
+    Shared(String),
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Local(summary) => summary.fmt(f),
+            Self::Shared(line) => f.write_str(line),
+        }
+    }
+}
+
+/// Runs a crawl to its end (queue empty, --max-pages, a signal, the stop flag or a fatal
+/// error).
+pub(crate) async fn run(
+    config: CrawlConfig,
+    sharing: Option<SharedSettings>,
+) -> Result<Report, CrawlError> {
     let begin = Instant::now();
     let out = config.out.clone();
     std::fs::create_dir_all(&out).map_err(CrawlError::io("creating output directory", &out))?;
     let software = format!("url-dedup-crawler/{}", env!("CARGO_PKG_VERSION"));
-    let (state, resumed) =
-        CrawlState::open(&out, config.filter, &config.traps, config.warc, &software)?;
+    let (backend, resumed, pages_before, process, logger) = match &sharing {
+        None => {
+            let (state, resumed) =
+                CrawlState::open(&out, config.filter, &config.traps, config.warc, &software)?;
+            let pages = state.pages_done();
+            let process = format!("crawler-{}", std::process::id());
+            let logger = Logger::new(process.clone(), None, 1);
+            (
+                Backend::Local(Box::new(Mutex::new(state))),
+                Some(resumed),
+                pages,
+                process,
+                logger,
+            )
+        }
+        Some(settings) => {
+            let q = SharedQueue::open(&config, settings).await?;
+            let process = q.me.to_string();
+            let logger = Logger::new(process.clone(), Some(q.log_stream()), settings.log_cap);
+            (Backend::Shared(Box::new(q)), None, 0, process, logger)
+        }
+    };
     let fetcher = Fetcher::new(config.fetch.clone())?;
 
     let mut inboxes = Vec::new();
@@ -184,13 +363,14 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
         inboxes.push(rx);
     }
     let (stop, _) = watch::channel(false);
-    let pages_before = state.pages_done();
-    let monitor = Arc::new(Monitor::new(
-        format!("crawler-{}", std::process::id()),
-        out.display().to_string(),
-        config.rate,
-        Logger::new(format!("crawler-{}", std::process::id()), None, 1),
-    ));
+    let crawl_name = match &sharing {
+        Some(s) => s.name.clone(),
+        None => out.display().to_string(),
+    };
+    let monitor = Arc::new(Monitor {
+        shared: sharing.is_some(),
+        ..Monitor::new(process, crawl_name, config.rate, logger)
+    });
     let shared = Arc::new(Shared {
         monitor: monitor.clone(),
         canon: Canonicalizer::default(),
@@ -199,7 +379,7 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
             config.respect_nofollow,
             crate::budget::ParseBudget::new(config.fetch.max_body),
         ),
-        state: Mutex::new(state),
+        backend,
         router: Router::new(senders)?,
         stop,
         started: AtomicU64::new(pages_before),
@@ -210,7 +390,7 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
 
     let _ = monitor.refresh.set(refresh_from(Arc::downgrade(&shared)));
     if let Some(addr) = shared.config.status {
-        crate::monitor::start(monitor, addr).await?;
+        crate::monitor::start(monitor.clone(), addr).await?;
     }
 
     let workers: Vec<_> = inboxes
@@ -218,35 +398,47 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
         .map(|inbox| tokio::spawn(worker::run(shared.clone(), inbox, shared.stop.subscribe())))
         .collect();
 
-    // The run queue of an interrupted crawl first, then the seeds (already seen when resuming).
-    let queued: Vec<Job> = shared.state().pending().cloned().collect();
-    queued.into_iter().for_each(|j| shared.router.route(j));
-    let seeds = shared.config.seeds.clone();
-    let admitted = {
-        let mut state = shared.state();
-        let mut admitted = Vec::new();
-        for seed in seeds {
-            let job = Job {
-                url: seed.as_str().into(),
-                depth: 0,
-                hops: 0,
-                kind: JobKind::Page,
-            };
-            match state.admit(job, None) {
-                Ok(crate::state::Admission::Admitted(j)) => admitted.push(j),
-                Ok(_) => {}
-                Err(e) => return Err(e),
-            }
+    let seeds: Vec<Candidate> = shared
+        .config
+        .seeds
+        .iter()
+        .map(|url| Candidate {
+            url: url.clone(),
+            depth: 0,
+            hops: 0,
+            kind: JobKind::Page,
+        })
+        .collect();
+    let mut tasks = Vec::new();
+    if let Some(mut state) = shared.local() {
+        // The run queue of an interrupted crawl first, then the seeds (already seen when
+        // resuming).
+        let queued: Vec<Job> = state.pending().cloned().collect();
+        queued.into_iter().for_each(|j| shared.router.route(j));
+        let admitted = page::admit_all(&shared, &mut state, None, seeds)?;
+        admitted.into_iter().for_each(|j| shared.router.route(j));
+        if state.pending_len() == 0 {
+            shared.request_stop();
         }
-        admitted
-    };
-    admitted.into_iter().for_each(|j| shared.router.route(j));
-    if shared.state().pending_len() == 0 {
-        shared.request_stop();
+    } else if let (Some(q), Some(settings)) = (shared.shared_queue(), &sharing) {
+        q.join().await?;
+        monitor
+            .logger
+            .info(&format!("joined crawl {}", settings.name));
+        // Every process offers the seeds: the shared done set lets exactly one queue each.
+        shared.offer(seeds);
+        tasks.push(tokio::spawn(shared_queue::commit(shared.clone())));
+        tasks.push(tokio::spawn(shared_queue::feed(shared.clone())));
+        tasks.push(tokio::spawn(shared_queue::housekeeping(
+            shared.clone(),
+            settings.lease,
+        )));
     }
 
     let interrupted = Arc::new(AtomicBool::new(false));
     let signals = crate::signals::listen(crate::signals::Handlers {
+        // In a shared crawl this process leaves; the others carry on (the stop flag is for
+        // ending them all).
         drain: {
             let (shared, interrupted) = (shared.clone(), interrupted.clone());
             move || {
@@ -256,12 +448,16 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
         },
         abort: {
             let shared = shared.clone();
-            move || {
-                let mut state = shared.state();
-                state.flush();
-                // Never released: no other writer starts a journal line or WARC record
-                // before the process is gone.
-                std::mem::forget(state);
+            move || match &shared.backend {
+                Backend::Local(state) => {
+                    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+                    state.flush();
+                    // Never released: no other writer starts a journal line or WARC record
+                    // before the process is gone.
+                    std::mem::forget(state);
+                }
+                // What this process holds is requeued by the others once its lease expires.
+                Backend::Shared(q) => q.flush(),
             }
         },
     })
@@ -273,13 +469,35 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     background.abort();
     signals.abort();
 
-    let mut state = shared.state();
-    if let Some(e) = shared
-        .fatal
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
+    let fatal = || {
+        shared
+            .fatal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    };
+    if let Some(q) = shared.shared_queue() {
+        // Everything finished is committed before this process leaves; what it still holds
+        // goes back to the others at once.
+        q.close_commits();
+        let mut tasks = tasks.into_iter();
+        if let Some(committer) = tasks.next() {
+            let _ = committer.await;
+        }
+        tasks.for_each(|t| t.abort());
+        q.flush();
+        let left = q.leave().await;
+        if let Some(e) = fatal() {
+            monitor.logger.error(&e.to_string()).await;
+            return Err(explain_reset(e));
+        }
+        left?;
+        return Ok(Report::Shared(shared_summary(&shared, q).await));
+    }
+    let Some(mut state) = shared.local() else {
+        unreachable!("a crawl is local or shared");
+    };
+    if let Some(e) = fatal() {
         return Err(e);
     }
     state.checkpoint()?;
@@ -292,38 +510,84 @@ pub(crate) async fn run(config: CrawlConfig) -> Result<Summary, CrawlError> {
     } else {
         Stop::Interrupted
     };
-    Ok(Summary::new(
+    let summary = Summary::new(
         &shared.config,
         &mut state,
-        resumed,
+        resumed.unwrap_or_default(),
         stop,
         begin.elapsed(),
-    ))
+    );
+    Ok(Report::Local(Box::new(summary)))
 }
 
-/// Copies the figures of this run (kept in the state) into the monitor's counters.
+/// A Redis that lost the crawl's data stops the crawl with what happened and what it means.
+fn explain_reset(e: CrawlError) -> CrawlError {
+    if shared_queue::is_reset(&e) {
+        CrawlError::Options(format!(
+            "{e}\nRedis lost the shared crawl's data (a restart without persistence, a flush, \
+             an eviction): its run queue and done set are gone, so this process stopped \
+             instead of taking an empty queue for a finished crawl. Pages already fetched \
+             would be fetched again by a new crawl under the same name."
+        ))
+    } else {
+        e
+    }
+}
+
+/// This process's counters of a shared crawl, as one JSON line.
+async fn shared_summary(shared: &Shared, q: &SharedQueue) -> String {
+    let m = &shared.monitor;
+    if let Some(refresh) = m.refresh.get() {
+        refresh(&m.counters);
+    }
+    let c = &m.counters;
+    let load = |a: &AtomicU64| serde_json::Value::from(a.load(Ordering::Relaxed));
+    let per_page = q.commands_per_page().await;
+    let summary = serde_json::json!({
+        "process": q.me.to_string(),
+        "fetched": load(&c.fetched),
+        "not_modified": load(&c.not_modified),
+        "queued": load(&c.queued),
+        "duplicates": load(&c.duplicates),
+        "nofollow": load(&c.nofollow),
+        "not_web": load(&c.not_web),
+        "traps": load(&c.traps),
+        "skipped": load(&c.skipped),
+        "errors": load(&c.errors),
+        "bytes": load(&c.bytes),
+        "warc_records": shared.with_records(|r| r.warc_records()),
+        "redis_commands_per_page": if per_page.is_finite() { serde_json::json!(per_page) } else { serde_json::Value::Null },
+        "skips": c.skips(),
+    });
+    summary.to_string()
+}
+
+/// Copies the figures of this run (kept in its records) into the monitor's counters.
 fn refresh_from(shared: Weak<Shared>) -> Refresh {
     Box::new(move |c: &Counters| {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let state = shared.state();
-        let s = &state.stats;
-        for (counter, value) in [
-            (&c.fetched, s.fetched),
-            (&c.queued, s.admitted),
-            (&c.duplicates, s.duplicate_links),
-            (&c.nofollow, s.nofollow),
-            (&c.not_web, s.not_web),
-            (&c.bytes, s.wire_bytes),
-        ] {
-            counter.store(value, Ordering::Relaxed);
-        }
-        c.set_skips(state.skips.counts());
+        shared.with_records(|r| {
+            let s = &r.stats;
+            for (counter, value) in [
+                (&c.fetched, s.fetched),
+                (&c.not_modified, s.not_modified),
+                (&c.queued, s.admitted),
+                (&c.duplicates, s.duplicate_links),
+                (&c.nofollow, s.nofollow),
+                (&c.not_web, s.not_web),
+                (&c.bytes, s.wire_bytes),
+            ] {
+                counter.store(value, Ordering::Relaxed);
+            }
+            c.set_skips(r.skips.counts());
+        });
     })
 }
 
-/// Periodic checkpoints and progress lines.
+/// Periodic checkpoints (single-process crawl), Redis commands per page (shared crawl) and
+/// progress lines.
 async fn housekeeping(shared: Arc<Shared>) {
     let every = shared.config.checkpoint_every;
     let progress = shared.config.progress && std::io::stderr().is_terminal();
@@ -331,15 +595,28 @@ async fn housekeeping(shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(Duration::from_secs(2));
     loop {
         tokio::select! {
-            _ = checkpoint.tick() => {
-                let result = shared.state().checkpoint();
-                if let Err(e) = result {
+            _ = checkpoint.tick(), if shared.shared_queue().is_none() => {
+                let result = shared.local().map(|mut s| s.checkpoint());
+                if let Some(Err(e)) = result {
                     shared.fail(e);
                 }
             }
-            _ = tick.tick(), if progress => {
-                let state = shared.state();
-                eprintln!("fetched {} pages, {} queued", state.pages_done(), state.pending_len());
+            _ = tick.tick() => {
+                if let Some(q) = shared.shared_queue() {
+                    let per_page = q.commands_per_page().await;
+                    shared.monitor.counters.set_commands_per_page(per_page);
+                }
+                if progress {
+                    let fetched = shared.with_records(|r| r.stats.fetched);
+                    match shared.local() {
+                        Some(state) => eprintln!(
+                            "fetched {} pages, {} queued",
+                            state.pages_done(),
+                            state.pending_len()
+                        ),
+                        None => eprintln!("fetched {fetched} pages"),
+                    }
+                }
             }
         }
     }

@@ -40,6 +40,22 @@ pub(crate) struct Job {
     /// Redirects followed to reach it.
     pub(crate) hops: u32,
     pub(crate) kind: JobKind,
+    /// In a shared crawl, the claim on the shared frontier this job was taken from (given
+    /// back once the page is committed).
+    pub(crate) claim: Option<Arc<crate::shared_queue::Claimed>>,
+}
+
+impl Job {
+    /// A job of a single-process crawl (or one about to be pushed to the shared frontier).
+    pub(crate) fn new(url: &str, depth: u32, hops: u32, kind: JobKind) -> Self {
+        Self {
+            url: url.into(),
+            depth,
+            hops,
+            kind,
+            claim: None,
+        }
+    }
 }
 
 /// Admitted, not yet done URLs, in admission order.
@@ -91,6 +107,7 @@ mod tests {
             depth: 0,
             hops: 0,
             kind: JobKind::Page,
+            claim: None,
         }
     }
 

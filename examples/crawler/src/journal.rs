@@ -125,15 +125,7 @@ fn parse(line: &str) -> Option<Event> {
                 (lineage, Some(url)) => (Lineage::from_code(lineage)?, url),
                 (url, None) => (None, url),
             };
-            Some(Event::Admitted(
-                Job {
-                    url: url.into(),
-                    depth,
-                    hops,
-                    kind,
-                },
-                lineage,
-            ))
+            Some(Event::Admitted(Job::new(url, depth, hops, kind), lineage))
         }
         "D" => {
             let warc_len = f.next()?.parse().ok()?;
@@ -171,6 +163,7 @@ mod tests {
             depth: 2,
             hops: 1,
             kind: JobKind::Sitemap,
+            claim: None,
         };
         let mut j = Journal::open(dir.path(), 3, 0).unwrap();
         j.admitted(&job, Some(Lineage::QueryGrowth)).unwrap();

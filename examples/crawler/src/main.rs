@@ -40,13 +40,15 @@
 //!
 //! # Several processes, one crawl (document 003)
 //!
-//! With `--redis URL`, the run queue and the done set live in Redis ([`distributed`], backed by
-//! `url_dedup_redis`, split into the partition table's virtual nodes by [`shards`]): processes
-//! join and leave at any time (the leader publishes each new table epoch), a killed one's URLs
-//! are requeued by the others, `--every` revisits known pages with conditional GET, `--status`
-//! serves the Monitor ([`monitor`]), warnings and errors of every process go to one capped
-//! Redis stream ([`logger`]), and `--stop` ends them all. What a response means is decided by a spider
-//! kernel ([`kernel`]): HTML link following, sitemaps and feeds. See `docs/distributed.md`.
+//! One engine ([`crawl`]) runs both modes; only its backend differs. With `--redis URL`, the
+//! run queue and the done set live in Redis ([`shared_queue`], backed by `url_dedup_redis` and
+//! the facade's Redis mode): processes join and leave at any time and share even one site
+//! (each host's politeness budget is held in Redis for all of them), a killed one's URLs are
+//! requeued by the others, `--every` revisits known pages with conditional GET, warnings and
+//! errors of every process go to one capped Redis stream ([`logger`]), and `--stop` ends them
+//! all. WARC, mirror, traps, budgets, `--similar` and `--status` ([`monitor`]) work the same
+//! in both modes. What a response means is decided by a spider kernel ([`kernel`]): HTML link
+//! following, sitemaps and feeds. See `docs/distributed.md`.
 //!
 //! See `docs/crawler.md` for the options, output formats and politeness defaults.
 #![deny(missing_docs)]
@@ -59,7 +61,6 @@ mod clip;
 mod content_coding;
 mod crawl;
 mod demo;
-mod distributed;
 mod done;
 mod error;
 mod fetch;
@@ -72,10 +73,11 @@ mod mirror;
 mod monitor;
 mod options;
 mod page;
+mod records;
 mod robots;
 mod router;
 mod scope;
-mod shards;
+mod shared_queue;
 mod signals;
 mod sitemap;
 mod skip;
@@ -108,36 +110,36 @@ fn main() -> ExitCode {
         if options.demo {
             return demo::run(&options).await;
         }
-        if let Some(redis) = &options.redis {
-            if options.stop {
-                return distributed::raise_stop(redis, &options.crawl_name).await;
+        let sharing = match &options.redis {
+            Some(redis) => {
+                if options.stop {
+                    return shared_queue::raise_stop(redis, &options.crawl_name).await;
+                }
+                let level = if options.quiet {
+                    tracing::Level::WARN
+                } else {
+                    tracing::Level::INFO
+                };
+                tracing_subscriber::fmt()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                    .with_max_level(level)
+                    .init();
+                Some(shared_queue::SharedSettings {
+                    redis: redis.clone(),
+                    name: options.crawl_name.clone(),
+                    lease: std::time::Duration::from_millis(options.lease_ms.max(100)),
+                    log_cap: options.log_cap,
+                    every: options.every,
+                    backoff: options.redis_backoff(),
+                    stripes: options.queue_stripes,
+                })
             }
-            let level = if options.quiet {
-                tracing::Level::WARN
-            } else {
-                tracing::Level::INFO
-            };
-            tracing_subscriber::fmt()
-                .with_writer(std::io::stderr)
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                .with_max_level(level)
-                .init();
-            let config = options.config(&canonical::Canonicalizer::default())?;
-            let shared = distributed::Shared {
-                redis: redis.clone(),
-                name: options.crawl_name.clone(),
-                lease: std::time::Duration::from_millis(options.lease_ms.max(100)),
-                log_cap: options.log_cap,
-                every: options.every,
-                backoff: options.redis_backoff(),
-            };
-            let summary = distributed::run(config, shared).await?;
-            println!("{summary}");
-            return Ok(());
-        }
+            None => None,
+        };
         let config = options.config(&canonical::Canonicalizer::default())?;
-        let summary = crawl::run(config).await?;
-        println!("{summary}");
+        let report = crawl::run(config, sharing).await?;
+        println!("{report}");
         Ok(())
     });
     // Fetches still running after a fatal error are not waited for.

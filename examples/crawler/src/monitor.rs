@@ -44,11 +44,8 @@ pub(crate) struct Counters {
     pub(crate) errors: AtomicU64,
     /// Body bytes received.
     pub(crate) bytes: AtomicU64,
-    /// Epoch of the partition table this process works by.
-    pub(crate) table_epoch: AtomicU64,
-    /// Virtual nodes (shards) of the table this process owns now, and the most it owned.
-    pub(crate) shards: AtomicU64,
-    pub(crate) most_shards: AtomicU64,
+    /// Redis commands processed per page, crawl-wide (an `f64`'s bits; NaN when unknown).
+    commands_per_page: AtomicU64,
     /// URLs not followed and failed fetches, per reason (`traps`, `skipped` and `errors` are
     /// its sums by class).
     pub(crate) by_reason: Mutex<BTreeMap<SkipReason, u64>>,
@@ -59,15 +56,16 @@ impl Counters {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Counts one URL not followed (or one failed fetch) for `reason`.
-    pub(crate) fn skip(&self, reason: SkipReason) {
-        Self::add(self.class(reason), 1);
-        *self
-            .by_reason
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(reason)
-            .or_default() += 1;
+    /// Records the latest figure of Redis commands per page (a shared crawl's cost).
+    pub(crate) fn set_commands_per_page(&self, per_page: f64) {
+        self.commands_per_page
+            .store(per_page.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Redis commands per page; `None` before it is known (and always in a local crawl).
+    pub(crate) fn commands_per_page(&self) -> Option<f64> {
+        let v = f64::from_bits(self.commands_per_page.load(Ordering::Relaxed));
+        (v.is_finite() && v > 0.0).then_some(v)
     }
 
     /// Replaces the per-reason counts (and their sums) with `counts`.
@@ -163,7 +161,7 @@ impl Pacer {
     }
 }
 
-/// Copies a local crawl's figures (kept in its state) into the counters.
+/// Copies the run's figures (kept in its records) into the counters.
 pub(crate) type Refresh = Box<dyn Fn(&Counters) + Send + Sync>;
 
 /// What the status endpoint shows.
@@ -176,7 +174,7 @@ pub(crate) struct Monitor {
     pub(crate) pacer: Pacer,
     pub(crate) logger: Logger,
     pub(crate) started: Instant,
-    /// Set by a local crawl; the shared crawl's spiders count into `counters` directly.
+    /// Copies the run's figures into `counters` before a status is served.
     pub(crate) refresh: OnceLock<Refresh>,
 }
 
@@ -209,8 +207,8 @@ struct Status {
     bytes: u64,
     pages_per_sec: f64,
     rate_limit: f64,
-    table_epoch: u64,
-    shards: u64,
+    /// Redis commands processed per page fetched, crawl-wide (a shared crawl's cost).
+    redis_commands_per_page: Option<f64>,
     /// Distinct URLs not followed and failed fetches, per reason.
     skips: BTreeMap<&'static str, u64>,
     log: Vec<crate::logger::Entry>,
@@ -260,8 +258,7 @@ impl Monitor {
                 0.0
             },
             rate_limit: self.pacer.rate(),
-            table_epoch: load(&c.table_epoch),
-            shards: load(&c.shards),
+            redis_commands_per_page: c.commands_per_page(),
             skips: c.skips(),
             log: self.logger.recent(20).await,
         }
@@ -332,8 +329,10 @@ async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
     );
     let mut rows: Vec<(&str, String)> = Vec::new();
     if m.shared {
-        rows.push(("partition epoch", s.table_epoch.to_string()));
-        rows.push(("virtual nodes owned", s.shards.to_string()));
+        let per_page = s
+            .redis_commands_per_page
+            .map_or("not known yet".to_owned(), |n| format!("{n:.2}"));
+        rows.push(("Redis commands per page", per_page));
     }
     rows.extend([
         ("fetched", s.fetched.to_string()),

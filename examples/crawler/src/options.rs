@@ -197,6 +197,12 @@ pub(crate) struct Options {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "redis")]
     pub(crate) every: Option<Duration>,
 
+    /// Frontiers the shared run queue is split into, each in one Redis Cluster hash slot (a
+    /// host's URLs stay in one); more than one only helps to spread a crawl over the nodes of
+    /// a cluster.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "redis")]
+    pub(crate) queue_stripes: usize,
+
     /// A shared crawl's Redis unreachable at the start: give up after this long.
     #[arg(long, default_value_t = 3_000, value_name = "MS")]
     pub(crate) redis_first_contact_ms: u64,

@@ -14,6 +14,7 @@ use crate::frontier::{Job, JobKind};
 use crate::kernel::{Kernel, Response};
 use crate::mirror;
 use crate::options::CrawlConfig;
+use crate::records::Records;
 use crate::skip::SkipReason;
 use crate::state::Admission;
 use crate::template::Lineage;
@@ -38,12 +39,18 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
         return;
     };
     shared.monitor.pacer.wait().await;
+    // A revisit (`--every`) asks only for a changed page.
+    let known = job.claim.as_ref().and_then(|c| c.known.as_ref());
+    // A seed is fetched whatever its type, so a feed or a sitemap given as a seed is read by
+    // its kernel; links are refused on their headers when their type is not accepted.
+    let filter_type = job.kind == JobKind::Page && job.depth > 0;
     let fetched = shared
         .fetcher
-        .get(
+        .get_if_changed(
             &url,
             BodyLimit::Refuse(config.fetch.max_body),
-            job.kind == JobKind::Page,
+            filter_type,
+            known,
         )
         .await;
     drop(host_slot);
@@ -214,8 +221,44 @@ pub(crate) fn vet(
     Ok(url)
 }
 
-/// Turns candidates found on the page `from` (none for the seeds and robots.txt sitemaps) into
-/// jobs and offers them to the done set. Called with the state locked.
+/// Vets candidates found on the page `from` (none for the seeds and robots.txt sitemaps):
+/// canonical form, scope and trap rules, each refusal recorded in `records`. Returns the jobs
+/// to offer to the done set, with how each continues the template of `from`.
+pub(crate) fn vet_all(
+    shared: &Shared,
+    records: &mut Records,
+    from: Option<&str>,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<(Job, Option<Lineage>)>, crate::error::CrawlError> {
+    let mut jobs = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let url = match vet(&shared.canon, &shared.config, &c.url, c.depth) {
+            Ok(url) => url,
+            Err(Rejected::NoCanonical(reason)) => {
+                records.skip(reason, c.url.as_str(), "no canonical form")?;
+                continue;
+            }
+            Err(Rejected::OutOfScope(url)) => {
+                records.skip(SkipReason::OutOfScope, url.as_str(), "")?;
+                continue;
+            }
+            Err(Rejected::Trap(reason, url)) => {
+                records.skip(reason, url.as_str(), &format!("depth {}", c.depth))?;
+                continue;
+            }
+        };
+        if url.as_str() != c.url.as_str() {
+            records.stats.canonicalized += 1;
+        }
+        let job = Job::new(url.as_str(), c.depth, c.hops, c.kind);
+        let lineage = from.and_then(|page| Lineage::of(page, &job.url));
+        jobs.push((job, lineage));
+    }
+    Ok(jobs)
+}
+
+/// Vets candidates found on the page `from` and offers them to the local done set; returns
+/// the ones admitted. Called with the state locked.
 pub(crate) fn admit_all(
     shared: &Shared,
     state: &mut crate::state::CrawlState,
@@ -223,32 +266,7 @@ pub(crate) fn admit_all(
     candidates: Vec<Candidate>,
 ) -> Result<Vec<Job>, crate::error::CrawlError> {
     let mut admitted = Vec::new();
-    for c in candidates {
-        let url = match vet(&shared.canon, &shared.config, &c.url, c.depth) {
-            Ok(url) => url,
-            Err(Rejected::NoCanonical(reason)) => {
-                state.skip(reason, c.url.as_str(), "no canonical form")?;
-                continue;
-            }
-            Err(Rejected::OutOfScope(url)) => {
-                state.skip(SkipReason::OutOfScope, url.as_str(), "")?;
-                continue;
-            }
-            Err(Rejected::Trap(reason, url)) => {
-                state.skip(reason, url.as_str(), &format!("depth {}", c.depth))?;
-                continue;
-            }
-        };
-        if url.as_str() != c.url.as_str() {
-            state.stats.canonicalized += 1;
-        }
-        let job = Job {
-            url: url.as_str().into(),
-            depth: c.depth,
-            hops: c.hops,
-            kind: c.kind,
-        };
-        let lineage = from.and_then(|page| Lineage::of(page, &job.url));
+    for (job, lineage) in vet_all(shared, &mut state.records, from, candidates)? {
         if let Admission::Admitted(job) = state.admit(job, lineage)? {
             admitted.push(job);
         }

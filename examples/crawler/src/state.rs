@@ -5,7 +5,7 @@
 //! (check-and-insert, never two workers admitting one URL), and every change reaches the journal
 //! in the order it happened. The lock is taken once per fetched page, not once per link.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{self, Checkpoint, CheckpointRef};
@@ -15,38 +15,10 @@ use crate::error::CrawlError;
 use crate::fetch::Exchange;
 use crate::frontier::{Job, Pending};
 use crate::journal::{self, Event, Journal};
-use crate::skip::{SkipLog, SkipReason};
+use crate::records::Records;
+use crate::skip::SkipReason;
 use crate::template::{self, Lineage};
 use crate::traps::TrapRules;
-use crate::warc::WarcWriter;
-
-/// Counters of this run.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    /// Responses received (any status).
-    pub(crate) fetched: u64,
-    /// Body bytes received on the wire.
-    pub(crate) wire_bytes: u64,
-    pub(crate) by_status: BTreeMap<u16, u64>,
-    /// URLs admitted to the run queue.
-    pub(crate) admitted: u64,
-    /// Links (after canonicalization) that the done set had already seen.
-    pub(crate) duplicate_links: u64,
-    /// Links whose canonical form differs from their spelling on the page.
-    pub(crate) canonicalized: u64,
-    /// Redirect responses whose target was handed to the done set.
-    pub(crate) redirects: u64,
-    /// Pages whose decoded body equals an earlier page's.
-    pub(crate) identical_bodies: u64,
-    pub(crate) nofollow: u64,
-    /// Links that are no http(s) URL (`mailto:`, `javascript:`, unparsable).
-    pub(crate) not_web: u64,
-    /// Compressed responses decoded.
-    pub(crate) decoded: u64,
-    /// Page URLs found in sitemaps.
-    pub(crate) sitemap_urls: u64,
-    pub(crate) mirror_files: u64,
-}
 
 /// What the done set said about a link.
 #[derive(Debug, PartialEq, Eq)]
@@ -77,12 +49,11 @@ pub(crate) struct CrawlState {
     template_budget: u64,
     generation: u64,
     journal: Journal,
-    warc: Option<WarcWriter>,
+    /// WARC length committed by the journal.
     warc_len: u64,
     pages_done: u64,
-    body_hashes: HashSet<u64>,
-    pub(crate) skips: SkipLog,
-    pub(crate) stats: Stats,
+    /// The WARC file, the skip report and the counters of this run.
+    pub(crate) records: Records,
 }
 
 impl CrawlState {
@@ -154,22 +125,10 @@ impl CrawlState {
         resumed.pages_done = pages_done;
         let journal = Journal::open(dir, generation, valid)
             .map_err(CrawlError::io("opening journal", &journal_path))?;
-        let warc = if warc {
-            let path = dir.join("crawl.warc");
-            Some(
-                WarcWriter::open(&path, warc_len, software)
-                    .map_err(CrawlError::io("opening WARC", &path))?,
-            )
-        } else {
-            None
-        };
-        if let Some(w) = &warc {
-            warc_len = w.offset();
+        let records = Records::open(dir, warc.then_some(("crawl.warc", warc_len)), software)?;
+        if warc {
+            warc_len = records.warc_offset();
         }
-        let skips = SkipLog::open(dir).map_err(CrawlError::io(
-            "opening skip report",
-            dir.join("skipped.tsv"),
-        ))?;
         let state = Self {
             dir: dir.to_owned(),
             done,
@@ -180,12 +139,9 @@ impl CrawlState {
             template_budget: traps.template_budget,
             generation,
             journal,
-            warc,
             warc_len,
             pages_done,
-            body_hashes: HashSet::new(),
-            skips,
-            stats: Stats::default(),
+            records,
         };
         Ok((state, resumed))
     }
@@ -208,10 +164,6 @@ impl CrawlState {
         &self.done
     }
 
-    pub(crate) fn warc_records(&self) -> u64 {
-        self.warc.as_ref().map_or(0, WarcWriter::records)
-    }
-
     /// Offers `job` to the done set: admitted (and journaled) when new and within its host's
     /// budget and, when it continues the template of the page it was found on (`lineage`),
     /// within that template's budget.
@@ -221,7 +173,7 @@ impl CrawlState {
         lineage: Option<Lineage>,
     ) -> Result<Admission, CrawlError> {
         if self.done.contains(&job.url)? {
-            self.stats.duplicate_links += 1;
+            self.records.stats.duplicate_links += 1;
             return Ok(Admission::Duplicate);
         }
         let host = host_key(&job.url);
@@ -242,7 +194,7 @@ impl CrawlState {
             Verdict::New => {}
             // Only a false positive of the filter gets here after `contains` said no.
             Verdict::Duplicate => {
-                self.stats.duplicate_links += 1;
+                self.records.stats.duplicate_links += 1;
                 return Ok(Admission::Duplicate);
             }
             // Kept in the done set, so the next link to it is a plain duplicate.
@@ -259,7 +211,7 @@ impl CrawlState {
             .admitted(&job, lineage)
             .map_err(self.journal_error())?;
         self.pending.push(job.clone());
-        self.stats.admitted += 1;
+        self.records.stats.admitted += 1;
         Ok(Admission::Admitted(job))
     }
 
@@ -270,12 +222,7 @@ impl CrawlState {
         url: &str,
         detail: &str,
     ) -> Result<(), CrawlError> {
-        self.skips
-            .record(reason, url, detail)
-            .map_err(CrawlError::io(
-                "writing skip report",
-                self.dir.join("skipped.tsv"),
-            ))
+        self.records.skip(reason, url, detail)
     }
 
     /// Marks `job` done. With an exchange, its records go to the WARC first, so the journaled
@@ -286,21 +233,15 @@ impl CrawlState {
         exchange: Option<&Exchange>,
     ) -> Result<bool, CrawlError> {
         if let Some(x) = exchange {
-            self.stats.fetched += 1;
-            self.stats.wire_bytes += x.body.len() as u64;
-            *self.stats.by_status.entry(x.status.as_u16()).or_default() += 1;
-            if let Some(w) = &mut self.warc {
-                self.warc_len = w
-                    .write_exchange(&job.url, None, x)
-                    .map_err(CrawlError::io("writing WARC", self.dir.join("crawl.warc")))?;
-            }
+            let offset = self.records.exchange(&job.url, x)?;
+            self.warc_len = self.warc_len.max(offset);
             self.pages_done += 1;
         }
         self.journal
             .done(&job.url, self.warc_len, exchange.is_some())
             .map_err(self.journal_error())?;
         self.journal.flush().map_err(self.journal_error())?;
-        let _ = self.skips.flush();
+        self.records.flush_skips();
         self.pending.remove(&job.url);
         Ok(self.pending.is_empty())
     }
@@ -310,27 +251,13 @@ impl CrawlState {
     /// without a checkpoint. Best effort: the next run recovers from any torn tail.
     pub(crate) fn flush(&mut self) {
         let _ = self.journal.flush();
-        let _ = self.skips.flush();
-        if let Some(w) = &mut self.warc {
-            let _ = w.flush();
-        }
-    }
-
-    /// Counts a page whose decoded body (by its XXH3 `hash`) equals an earlier page's: the same
-    /// content under another URL, which no URL rule can see.
-    pub(crate) fn body_seen_hash(&mut self, hash: u64) {
-        if !self.body_hashes.insert(hash) {
-            self.stats.identical_bodies += 1;
-        }
+        self.records.flush();
     }
 
     /// Writes a checkpoint and starts the next journal generation.
     pub(crate) fn checkpoint(&mut self) -> Result<(), CrawlError> {
         self.journal.sync().map_err(self.journal_error())?;
-        if let Some(w) = &mut self.warc {
-            w.flush()
-                .map_err(CrawlError::io("writing WARC", self.dir.join("crawl.warc")))?;
-        }
+        self.records.flush_warc()?;
         let next = self.generation + 1;
         checkpoint::write(
             &self.dir,
@@ -384,6 +311,7 @@ mod tests {
             depth: 0,
             hops: 0,
             kind: JobKind::Page,
+            claim: None,
         }
     }
 

@@ -4,8 +4,9 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::options::CrawlConfig;
+use crate::records::Stats;
 use crate::skip::SkipReason;
-use crate::state::{CrawlState, Resumed, Stats};
+use crate::state::{CrawlState, Resumed};
 
 /// Why the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,10 +52,18 @@ impl Summary {
         elapsed: Duration,
     ) -> Self {
         let skips = state
+            .records
             .skips
             .counts()
             .iter()
-            .map(|(r, n)| (*r, *n, why(*r, config), state.skips.examples(*r).to_vec()))
+            .map(|(r, n)| {
+                (
+                    *r,
+                    *n,
+                    why(*r, config),
+                    state.records.skips.examples(*r).to_vec(),
+                )
+            })
             .collect();
         let done = state.done_set();
         let (filter_bytes, filter_items, filter_fpr, filter_expected) = (
@@ -67,7 +76,7 @@ impl Summary {
             stop,
             elapsed,
             resumed,
-            stats: std::mem::take(&mut state.stats),
+            stats: std::mem::take(&mut state.records.stats),
             pages_total: state.pages_done(),
             pending: state.pending_len(),
             skips,
@@ -75,7 +84,7 @@ impl Summary {
             filter_items,
             filter_fpr,
             filter_expected,
-            warc_records: state.warc_records(),
+            warc_records: state.records.warc_records(),
             out: config.out.clone(),
             warc: config.warc,
             mirror: config.mirror,

@@ -372,14 +372,8 @@ fn a_process_joining_mid_crawl_takes_a_share() {
     let second = spawn(b.path(), &redis.url(), "join", &seeds[0], &args);
     let first = finish_summary(first, Duration::from_secs(60));
     let second = finish_summary(second, Duration::from_secs(60));
-    let epoch = |s: &serde_json::Value| s["table_epoch"].as_u64().unwrap();
     let fetched = |s: &serde_json::Value| s["fetched"].as_u64().unwrap();
-    // The table was created for the first process, then the leader applied the join.
-    assert!(
-        epoch(&first) >= 2 && epoch(&second) >= 2,
-        "{first} {second}"
-    );
-    assert!(second["most_shards"].as_u64().unwrap() > 0, "{second}");
+    // No process owns hosts: the one that joined claims from the same queue at once.
     assert!(fetched(&second) > 0, "the joining process fetched nothing");
     assert_eq!(fetched(&first) + fetched(&second), PAGES as u64);
     assert_eq!(forest.hits(), vec![1; PAGES]);

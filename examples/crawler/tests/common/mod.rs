@@ -243,9 +243,32 @@ pub fn skipped_for(out: &Path, reason: &str) -> Vec<String> {
         .collect()
 }
 
-/// Target URIs of the WARC response records, in order.
+/// The WARC files of `out`: `crawl.warc` of a single-process crawl, `crawl-PROCESS.warc` of
+/// a process of a shared one.
+pub fn warc_files(out: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("crawl") && name.ends_with(".warc")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Target URIs of the WARC response records, in order, over every WARC file of `out`.
 pub fn warc_responses(out: &Path) -> Vec<String> {
-    let data = std::fs::read(out.join("crawl.warc")).unwrap();
+    let files = warc_files(out);
+    assert!(!files.is_empty(), "no WARC file in {}", out.display());
+    files
+        .iter()
+        .flat_map(|f| warc_responses_in(&std::fs::read(f).unwrap()))
+        .collect()
+}
+
+fn warc_responses_in(data: &[u8]) -> Vec<String> {
     let mut uris = Vec::new();
     let mut pos = 0;
     while pos < data.len() {

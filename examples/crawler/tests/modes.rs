@@ -1,0 +1,183 @@
+//! The same scenarios through both backends of the one engine: a single-process crawl (run
+//! queue and done set in the output directory) and a shared crawl (both in Redis). Every
+//! option gives the same crawl in both.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Output;
+
+use common::{Reply, Site, skipped_for, temp_out, warc_responses};
+use url_dedup_redis::testing::RedisServer;
+
+/// Where a crawl keeps its run queue and done set.
+#[derive(Clone, Copy, Debug)]
+enum Mode<'a> {
+    Local,
+    Shared(&'a RedisServer, &'a str),
+}
+
+/// Runs a crawl of `seed` to its end in `mode`.
+fn crawl(mode: Mode<'_>, out: &Path, seed: &str, args: &[&str]) -> Output {
+    let mut command = common::crawler(out);
+    if let Mode::Shared(redis, name) = mode {
+        command.args(["--redis", &redis.url(), "--crawl-name", name]);
+    }
+    let output = command.arg(seed).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{mode:?} crawl failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// Runs `scenario` once per mode (the shared one only where a redis-server can be started),
+/// each with a fresh site from `site`.
+fn in_both_modes(name: &str, site: impl Fn() -> Site, scenario: impl Fn(Mode<'_>, &Site)) {
+    scenario(Mode::Local, &site());
+    if let Some(redis) = RedisServer::start_or_skip(name) {
+        scenario(Mode::Shared(&redis, name), &site());
+    }
+}
+
+/// A site of `n` pages `/p/{i}`; page i links to 2i+1 and 2i+2 (a binary tree) and to the
+/// root.
+fn tree(n: usize) -> Site {
+    Site::start(move |target, _| {
+        let Some(i) = target
+            .strip_prefix("/p/")
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&i| i < n)
+        else {
+            return Reply::not_found();
+        };
+        let mut body = String::from("<a href=\"/p/0\">root</a>");
+        for child in [2 * i + 1, 2 * i + 2] {
+            if child < n {
+                body.push_str(&format!("<a href=\"/p/{child}\">{child}</a>"));
+            }
+        }
+        Reply::html(body)
+    })
+}
+
+#[test]
+fn every_page_once_with_warc_and_mirror_in_both_modes() {
+    const N: usize = 60;
+    in_both_modes(
+        "every_page_once_with_warc_and_mirror",
+        || tree(N),
+        |mode, site| {
+            let (_tmp, out) = temp_out();
+            crawl(mode, &out, &site.url("/p/0"), &["--ignore-robots"]);
+            let pages: Vec<u32> = (0..N).map(|i| site.hit(&format!("/p/{i}"))).collect();
+            assert_eq!(pages, vec![1; N], "{mode:?}");
+            let responses = warc_responses(&out);
+            assert_eq!(responses.len(), N, "{mode:?}");
+            assert_eq!(
+                responses.iter().collect::<BTreeSet<_>>().len(),
+                N,
+                "{mode:?}"
+            );
+            let host_dir = out
+                .join("mirror")
+                .join(site.origin.trim_start_matches("http://").replace(':', "+"));
+            let page = std::fs::read_to_string(host_dir.join("p").join("1.html")).unwrap();
+            assert!(page.contains("href=\"3.html\""), "{mode:?}: {page}");
+        },
+    );
+}
+
+#[test]
+fn depth_and_host_budgets_hold_in_both_modes() {
+    in_both_modes(
+        "depth_and_host_budgets",
+        || tree(200),
+        |mode, site| {
+            // Depth 0 is /p/0; depth 3 reaches /p/7../p/14: 15 pages.
+            let (_tmp, out) = temp_out();
+            crawl(
+                mode,
+                &out,
+                &site.url("/p/0"),
+                &["--ignore-robots", "--max-depth", "3"],
+            );
+            let fetched = (0..200)
+                .filter(|i| site.hit(&format!("/p/{i}")) > 0)
+                .count();
+            assert_eq!(fetched, 15, "{mode:?}");
+            assert!(!skipped_for(&out, "too-deep").is_empty(), "{mode:?}");
+        },
+    );
+    in_both_modes(
+        "host_budget",
+        || tree(200),
+        |mode, site| {
+            let (_tmp, out) = temp_out();
+            crawl(
+                mode,
+                &out,
+                &site.url("/p/0"),
+                &["--ignore-robots", "--host-budget", "20"],
+            );
+            let fetched: u32 = (0..200).map(|i| site.hit(&format!("/p/{i}"))).sum();
+            assert_eq!(fetched, 20, "{mode:?}");
+            assert!(!skipped_for(&out, "host-budget").is_empty(), "{mode:?}");
+        },
+    );
+}
+
+#[test]
+fn similar_urls_are_skipped_in_both_modes() {
+    let site = || {
+        Site::start(|target, _| match target {
+            "/" => Reply::html(
+                r#"<a href="/list?sort=price&page=1">a</a><a href="/list?sort=name&page=1">b</a><a href="/item/17">c</a>"#,
+            ),
+            t if t.starts_with("/list") || t.starts_with("/item/") => Reply::html("leaf"),
+            _ => Reply::not_found(),
+        })
+    };
+    in_both_modes("similar", site, |mode, site| {
+        let (_tmp, out) = temp_out();
+        crawl(
+            mode,
+            &out,
+            &site.url("/"),
+            &["--ignore-robots", "--similar"],
+        );
+        assert_eq!(site.hit("/list?page=1&sort=price"), 1, "{mode:?}");
+        assert_eq!(site.hit("/item/17"), 1, "{mode:?}");
+        assert_eq!(site.hit("/list?page=1&sort=name"), 0, "{mode:?}");
+        assert_eq!(
+            skipped_for(&out, "similar"),
+            [site.url("/list?page=1&sort=name")],
+            "{mode:?}"
+        );
+    });
+}
+
+#[test]
+fn redirects_are_bounded_in_both_modes() {
+    let site = || {
+        Site::start(|target, _| match target {
+            "/" => Reply::html(r#"<a href="/r1">r</a><a href="/loop">l</a>"#),
+            "/r1" => Reply::redirect("/r2"),
+            "/r2" => Reply::redirect("/final"),
+            "/final" => Reply::html("done"),
+            "/loop" => Reply::redirect("/loop?again"),
+            "/loop?again" => Reply::redirect("/loop"),
+            _ => Reply::not_found(),
+        })
+    };
+    in_both_modes("redirects", site, |mode, site| {
+        let (_tmp, out) = temp_out();
+        crawl(mode, &out, &site.url("/"), &["--ignore-robots"]);
+        for path in ["/r1", "/r2", "/final", "/loop", "/loop?again"] {
+            assert_eq!(site.hit(path), 1, "{mode:?} {path}");
+        }
+    });
+}
