@@ -5,9 +5,24 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use crate::arch::{self, Avx2};
-use crate::layout::fold_line_offsets;
+use crate::layout::{fold_line_offsets, fold_wide_offsets};
 use crate::stripes::{StripeGuard, Stripes};
 use crate::{Error, Layout, Placement, Probe, SegmentStore, bit_order};
+
+/// Calls `$f::<W, N>(args)` for a segment of `$len` words, `N` of them, whose offsets are `W`
+/// bits wide: 2, 4 or 8 cache lines. Anything else (or an `$f` that finds the segment of
+/// another length, which [`Kernel::Lines`] rules out) gives `$fallback`.
+macro_rules! by_lines {
+    ($len:expr, $f:ident($($arg:expr),*), $fallback:expr) => {
+        match $len {
+            16 => $f::<10, 16>($($arg),*),
+            32 => $f::<11, 32>($($arg),*),
+            64 => $f::<12, 64>($($arg),*),
+            _ => None,
+        }
+        .unwrap_or_else(|| $fallback)
+    };
+}
 
 /// Segments in memory, shared between threads by `&self`.
 ///
@@ -68,6 +83,9 @@ enum Kernel {
     SplitLine,
     /// Scattered bits in a 512-bit segment: one cache line, unrolled offsets.
     Line,
+    /// Scattered bits in a segment of 2, 4 or 8 cache lines (the low rates of a growing
+    /// filter): offsets unrolled per seed word, words indexed without bounds checks.
+    Lines,
     /// Any other layout: the layout's offsets, one at a time.
     General,
 }
@@ -79,6 +97,7 @@ impl Kernel {
                 Avx2::detect().map_or(Self::SplitLine, Self::SplitLineAvx2)
             }
             (Placement::Scattered, 512, _) => Self::Line,
+            (Placement::Scattered, 1024 | 2048 | 4096, _) => Self::Lines,
             _ => Self::General,
         }
     }
@@ -232,6 +251,7 @@ impl MemoryStore {
         let segment = self.segment(probe.segment);
         match (self.kernel, <&[AtomicU64; 8]>::try_from(segment)) {
             (Kernel::Line, Ok(line)) => self.missing_in_line(line, probe.seed) == 0,
+            (Kernel::Lines, _) => self.missing_in_lines(segment, probe.seed) == 0,
             _ => self.layout.offsets(probe).all(|offset| {
                 let (w, mask) = bit_order::locate(offset);
                 segment.get(w).is_some_and(|x| x.load(Relaxed) & mask != 0)
@@ -317,8 +337,53 @@ impl MemoryStore {
                     .fold(0, |missing, (word, mask)| set_word(word, mask, missing));
                 self.conclude(&guard, missing, probe.segment)
             }
+            (Kernel::Lines, _) => {
+                if self.missing_in_lines(segment, probe.seed) == 0 {
+                    return Admission::Present;
+                }
+                let guard = self.stripes.lock(probe.segment);
+                if SEALABLE && self.sealed.load(Relaxed) {
+                    return Admission::Sealed;
+                }
+                // As for one line: test again under the lock, set with plain stores.
+                let hashes = self.layout.hashes();
+                let missing = by_lines!(
+                    segment.len(),
+                    set_in_lines(segment, hashes, probe.seed),
+                    self.set_offsets(segment, probe)
+                );
+                self.conclude(&guard, missing, probe.segment)
+            }
             _ => self.admit_general::<SEALABLE>(segment, probe),
         }
+    }
+
+    /// The item's bits that are zero in a segment of 2, 4 or 8 lines (zero: all set; when
+    /// not zero, possibly only some of them: see [`missing_in_lines`]).
+    #[inline(always)]
+    fn missing_in_lines(&self, segment: &[AtomicU64], seed: u64) -> u64 {
+        let hashes = self.layout.hashes();
+        by_lines!(
+            segment.len(),
+            missing_in_lines(segment, hashes, seed),
+            self.layout
+                .offsets(Probe { segment: 0, seed })
+                .fold(0, |missing, offset| {
+                    let (w, mask) = bit_order::locate(offset);
+                    missing | segment.get(w).map_or(mask, |x| mask & !x.load(Relaxed))
+                })
+        )
+    }
+
+    /// Sets a probe's bits in `segment` (the caller holds its stripe lock), one offset at a
+    /// time; returns the bits that were zero.
+    fn set_offsets(&self, segment: &[AtomicU64], probe: Probe) -> u64 {
+        self.layout.offsets(probe).fold(0, |missing, offset| {
+            let (w, mask) = bit_order::locate(offset);
+            segment
+                .get(w)
+                .map_or(missing, |word| set_word(word, mask, missing))
+        })
     }
 
     /// The end of an admission, still under the stripe lock: `missing` holds the bits that
@@ -384,12 +449,12 @@ impl MemoryStore {
                     set_bits(word, bit_order::mask(offset), missing)
                 })
             }
-            _ => offsets.fold(0, |missing, offset| {
-                let (w, mask) = bit_order::locate(offset);
-                segment
-                    .get_mut(w)
-                    .map_or(missing, |word| set_bits(word.get_mut(), mask, missing))
-            }),
+            (Kernel::Lines, _) => by_lines!(
+                segment.len(),
+                set_in_lines_mut(segment, hashes, probe.seed),
+                set_offsets_mut(segment, offsets)
+            ),
+            _ => set_offsets_mut(segment, offsets),
         };
         if missing == 0 {
             return false;
@@ -788,6 +853,92 @@ impl SegmentStore for MemoryStore {
     }
 }
 
+/// [`MemoryStore::missing_in_lines`] for `N` words and `W`-bit offsets; `None` when the
+/// segment has another length. Stops at the first seed word that finds a bit missing, so a
+/// non-zero answer may hold only that word's missing bits.
+#[inline(always)]
+fn missing_in_lines<const W: u32, const N: usize>(
+    segment: &[AtomicU64],
+    hashes: u32,
+    seed: u64,
+) -> Option<u64> {
+    let words = <&[AtomicU64; N]>::try_from(segment).ok()?;
+    // One seed word's offsets at a time, stopping after the first word that finds a bit
+    // missing: a new item usually stops after the first (its first few lines), a known one
+    // reads every line, all of whose loads go out together.
+    let per_word = 64 / W;
+    let (mut seed_word, mut left) = (seed, hashes);
+    loop {
+        let mut x = seed_word;
+        let mut missing = 0;
+        for i in 0..64 / W {
+            if i < left {
+                let offset = x >> (64 - W);
+                // `N` is a power of two and the offset below `64 N`: no bounds check.
+                let word = &words[(offset >> 6) as usize % N];
+                missing |= bit_order::mask(offset) & !word.load(Relaxed);
+                x <<= W;
+            }
+        }
+        if missing != 0 || left <= per_word {
+            return Some(missing);
+        }
+        left -= per_word;
+        seed_word = url_dedup_bloom::hash::mix64(seed_word);
+    }
+}
+
+/// Sets the item's bits in `N` words under the segment's stripe lock; the bits that were zero.
+#[inline(always)]
+fn set_in_lines<const W: u32, const N: usize>(
+    segment: &[AtomicU64],
+    hashes: u32,
+    seed: u64,
+) -> Option<u64> {
+    let words = <&[AtomicU64; N]>::try_from(segment).ok()?;
+    Some(fold_wide_offsets::<W, _>(
+        hashes,
+        seed,
+        0,
+        |missing, offset| {
+            set_word(
+                &words[(offset >> 6) as usize % N],
+                bit_order::mask(offset),
+                missing,
+            )
+        },
+    ))
+}
+
+/// [`set_in_lines`] through exclusive access.
+#[inline(always)]
+fn set_in_lines_mut<const W: u32, const N: usize>(
+    segment: &mut [AtomicU64],
+    hashes: u32,
+    seed: u64,
+) -> Option<u64> {
+    let words = <&mut [AtomicU64; N]>::try_from(segment).ok()?;
+    Some(fold_wide_offsets::<W, _>(
+        hashes,
+        seed,
+        0,
+        |missing, offset| {
+            let word = words[(offset >> 6) as usize % N].get_mut();
+            set_bits(word, bit_order::mask(offset), missing)
+        },
+    ))
+}
+
+/// Sets offsets one at a time through exclusive access; the bits that were zero.
+fn set_offsets_mut(segment: &mut [AtomicU64], offsets: crate::layout::Offsets) -> u64 {
+    offsets.fold(0, |missing, offset| {
+        let (w, mask) = bit_order::locate(offset);
+        segment
+            .get_mut(w)
+            .map_or(missing, |word| set_bits(word.get_mut(), mask, missing))
+    })
+}
+
 /// ORs `mask` into a word only this thread can reach (`&mut`) and adds the bits that were zero
 /// to `missing`.
 #[inline(always)]
@@ -814,4 +965,86 @@ fn check_probes(layout: &Layout, probes: &[Probe]) -> Result<(), Error> {
         return Err(Error::InvalidParameters("probe segment out of range"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words a probe's offsets set, from the layout alone: what every store (Redis too)
+    /// must agree on.
+    fn reference(layout: &Layout, probe: Probe) -> Vec<u64> {
+        let mut words = vec![0u64; layout.segment_words() as usize];
+        for offset in layout.offsets(probe) {
+            let (w, mask) = bit_order::locate(offset);
+            words[w] |= mask;
+        }
+        words
+    }
+
+    proptest::proptest! {
+        /// Every kernel (one line, several lines, split, general) sets exactly the layout's
+        /// bits through both paths, and answers as the bits say.
+        #[test]
+        fn kernels_set_the_layouts_bits(
+            bits in proptest::sample::select(vec![64u64, 512, 1024, 2048, 4096, 8192]),
+            hashes in 1u32..=64,
+            split in proptest::bool::ANY,
+            seeds in proptest::collection::vec(proptest::num::u64::ANY, 1..8),
+        ) {
+            let layout = if split && bits == 512 {
+                Layout::with_placement(2, 512, 8, Placement::Split).unwrap()
+            } else {
+                Layout::new(2, bits, hashes).unwrap()
+            };
+            let shared = MemoryStore::new(layout).unwrap();
+            let mut exclusive = MemoryStore::new(layout).unwrap();
+            let mut expected = vec![0u64; layout.segment_words() as usize];
+            for &seed in &seeds {
+                let probe = Probe { segment: 1, seed };
+                let bits = reference(&layout, probe);
+                let new = bits.iter().zip(&expected).any(|(b, e)| b & !e != 0);
+                proptest::prop_assert_eq!(shared.contains(probe), !new);
+                proptest::prop_assert_eq!(shared.check_and_insert(probe), new);
+                proptest::prop_assert_eq!(exclusive.check_and_insert_mut(probe), new);
+                for (e, b) in expected.iter_mut().zip(&bits) {
+                    *e |= b;
+                }
+                proptest::prop_assert!(shared.contains(probe));
+                for store in [&shared, &exclusive] {
+                    let mut words = Vec::new();
+                    store.read_segment(1, &mut words).unwrap();
+                    proptest::prop_assert_eq!(&words, &expected);
+                }
+            }
+        }
+
+        /// On a densely filled segment (where most bits of an absent item are set, so a test
+        /// that skips any offset shows), every kernel answers what the layout's bits say.
+        #[test]
+        fn kernels_answer_as_the_layouts_bits_on_full_segments(
+            bits in proptest::sample::select(vec![512u64, 1024, 2048, 4096]),
+            hashes in 1u32..=64,
+            fill in proptest::collection::vec((proptest::num::u64::ANY, proptest::num::u64::ANY, proptest::num::u64::ANY), 64),
+            seeds in proptest::collection::vec(proptest::num::u64::ANY, 1..32),
+        ) {
+            let layout = Layout::new(1, bits, hashes).unwrap();
+            let store = MemoryStore::new(layout).unwrap();
+            // About 7 bits in 8 set.
+            let words: Vec<u64> = fill
+                .iter()
+                .take(layout.segment_words() as usize)
+                .map(|&(a, b, c)| a | b | c)
+                .collect();
+            store.merge_segment(0, &words).unwrap();
+            for &seed in &seeds {
+                let probe = Probe { segment: 0, seed };
+                let all_set = reference(&layout, probe)
+                    .iter()
+                    .zip(&words)
+                    .all(|(r, w)| r & !w == 0);
+                proptest::prop_assert_eq!(store.contains(probe), all_set);
+            }
+        }
+    }
 }
