@@ -201,6 +201,11 @@ impl SlotMap {
         index
     }
 
+    /// Whether node `index` serves at least one slot.
+    pub(crate) fn serves_any(&self, index: usize) -> bool {
+        self.slots.iter().any(|&s| usize::from(s) == index)
+    }
+
     /// The index of `node`, added if new.
     pub(crate) fn index_of(&mut self, node: &str) -> usize {
         match self.nodes.iter().position(|n| n == node) {

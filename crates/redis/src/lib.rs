@@ -117,6 +117,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cluster;
+mod deployment;
 mod error;
 mod frontier;
 mod ids;
@@ -143,7 +144,7 @@ pub use leader::{Epoch, LeaderLease};
 pub use link::{Backoff, Link};
 pub use membership::Membership;
 pub use namespace::{Namespace, WorkerId};
-pub use segment_store::{RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
+pub use segment_store::{Acknowledge, RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
 pub use shared_config::{ConfigSnapshot, SharedConfig};
 pub use shared_filter::SharedFilter;
 pub use task::{ClaimedTask, MAX_HOST_LEN, NewTask};

@@ -13,6 +13,8 @@ use url_dedup_segmented::{
     bit_order,
 };
 
+use crate::cluster::Redirect;
+use crate::deployment::Deployment;
 use crate::error::{Error, Result};
 use crate::known_bits::{KnownBits, KnownBitsStats};
 use crate::link::{Backoff, Retry, is_transient};
@@ -43,8 +45,9 @@ const HEADER_OPS: usize = 4;
 /// Longest a client answers from its cache of known bits alone before it checks a key's
 /// header again: a reset is noticed within about this long even when every URL is known.
 const VERIFY_EVERY: Duration = Duration::from_secs(1);
-/// How long a batch's token key lives: far longer than any retry of the batch.
-const TOKEN_TTL_MS: u64 = 600_000;
+/// Redirections a command may follow before the store gives up (a slot moves at most twice
+/// while one command is redirected: MOVED, then ASK during a migration).
+const MAX_REDIRECTS: usize = 16;
 /// How long a creator may hold the creation lock (it holds it while it sizes the data keys).
 const CREATION_LOCK_MS: u64 = 60_000;
 /// Most `SET u1` operations in one `BITFIELD`: about 50 us of Redis time, so other clients are
@@ -116,16 +119,19 @@ pub enum Uncertain {
 /// use url_dedup_redis::StoreOptions;
 ///
 /// let opts = StoreOptions::new("crawl:seen");
-/// assert_eq!(opts.data_key(7), "crawl:seen:7");
+/// assert_eq!(opts.data_key(7, 100), "crawl:seen:7");
 /// let tagged = StoreOptions { cluster_tags: true, ..StoreOptions::new("crawl:seen") };
-/// assert_eq!(tagged.data_key(7), "crawl:seen:{7}");
+/// assert_eq!(tagged.data_key(7, 16_384), "crawl:seen:{41432}"); // in slot 7
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreOptions {
     /// Key prefix: data key `n` is `<prefix>:<n>`, the metadata `<prefix>:meta`.
     pub prefix: String,
-    /// Put each data key's number in a hash tag (`<prefix>:{n}`), so Redis Cluster spreads
-    /// the keys over its slots while each key's helper key shares its slot.
+    /// Put each data key in a hash slot of its own (`<prefix>:{tag}`, see
+    /// [`cluster::slot_tag`](crate::cluster::slot_tag)): data key `i` of `n` in slot
+    /// `i × 16384 / n`, so a filter of 16,384 keys has the segments of virtual node `v` in
+    /// slot `v`, and a cluster spreads the keys over its masters while each key's helper keys
+    /// share its slot. Always on for a filter created on a cluster; recorded in the metadata.
     pub cluster_tags: bool,
     /// Segments stored side by side in one Redis string; `None` packs as many as fit in just
     /// under 1 MiB (see [`RedisSegmentStore`] for why). Recorded in the metadata.
@@ -164,6 +170,38 @@ pub struct StoreOptions {
     ///
     /// [`WriteMode::Optimistic`] keeps no cache.
     pub known_bits_limit: u64,
+    /// Wait after every writing batch until this many replicas of each master it wrote to
+    /// have its writes (`WAIT`). A batch whose writes are not acknowledged in time is tried
+    /// again like a batch whose reply was lost (its answers per [`Uncertain`]), until the
+    /// backoff's budget is spent ([`Error::Unavailable`]).
+    /// Redis replicates asynchronously: without this, a master that dies may take the last
+    /// admissions with it, and its promoted replica admits those URLs again (the write
+    /// counts in the keys' headers notice it when a client saw them, see
+    /// [`Error::StoreReset`]). Costs one more round trip per batch and master.
+    pub acknowledge: Option<Acknowledge>,
+}
+
+/// How many replicas must hold a batch's writes before it is answered (see
+/// [`StoreOptions::acknowledge`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use url_dedup_redis::{Acknowledge, StoreOptions};
+///
+/// let safe = StoreOptions {
+///     acknowledge: Some(Acknowledge { replicas: 1, timeout: Duration::from_secs(1) }),
+///     ..StoreOptions::new("seen")
+/// };
+/// assert_eq!(safe.acknowledge.unwrap().replicas, 1);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Acknowledge {
+    /// Replicas that must acknowledge.
+    pub replicas: u32,
+    /// How long to wait for them.
+    pub timeout: Duration,
 }
 
 impl StoreOptions {
@@ -191,25 +229,37 @@ impl StoreOptions {
             connections: 1,
             key: None,
             known_bits_limit: DEFAULT_KNOWN_BITS_LIMIT,
+            acknowledge: None,
         }
     }
 
-    /// The name of data key number `index` (holding segments
+    /// The name of data key number `index` of `keys` (holding segments
     /// `index * segments_per_key ..`).
     ///
     /// # Examples
     ///
     /// ```
-    /// use url_dedup_redis::StoreOptions;
+    /// use url_dedup_redis::{StoreOptions, cluster::key_slot};
     ///
-    /// assert_eq!(StoreOptions::new("p").data_key(0), "p:0");
+    /// assert_eq!(StoreOptions::new("p").data_key(0, 10), "p:0");
+    /// let tagged = StoreOptions { cluster_tags: true, ..StoreOptions::new("p") };
+    /// assert_eq!(key_slot(tagged.data_key(5, 10).as_bytes()), 8_192);
     /// ```
-    pub fn data_key(&self, index: u64) -> String {
+    pub fn data_key(&self, index: u64, keys: u64) -> String {
         if self.cluster_tags {
-            format!("{}:{{{index}}}", self.prefix)
+            let slot = index * u64::from(crate::cluster::SLOTS) / keys.max(1);
+            let tag = crate::cluster::slot_tag(slot as u16);
+            format!("{}:{{{tag}}}", self.prefix)
         } else {
             format!("{}:{index}", self.prefix)
         }
+    }
+
+    /// How long a batch's token key lives (see [`Uncertain`]): as long as a retry of the batch
+    /// may come, the backoff's budget, and half a minute more. A Redis with many short
+    /// batches holds about 100 bytes per batch of the last this long.
+    pub(crate) fn token_ttl_ms(&self) -> u64 {
+        (self.backoff.give_up_after + Duration::from_secs(30)).as_millis() as u64
     }
 
     /// The key of the metadata hash.
@@ -241,6 +291,8 @@ struct Meta {
     key_in_redis: bool,
     /// How the filter grows, for a growing filter (see [`LayerShape`]).
     growth: Option<MetaGrowth>,
+    /// Whether data keys are named with slot tags ([`StoreOptions::cluster_tags`]).
+    key_tags: bool,
 }
 
 /// The schedule of a growing filter's layers, as the metadata records it.
@@ -292,6 +344,7 @@ impl Meta {
                 ("key_check", key_check(self.key))
             },
             ("expected_items", self.expected_items.to_string()),
+            ("key_tags", u8::from(self.key_tags).to_string()),
         ];
         if let Some(g) = self.growth {
             fields.extend([
@@ -406,6 +459,7 @@ impl Meta {
             generation,
             key_in_redis,
             growth,
+            key_tags: fields.iter().any(|(f, v)| f == "key_tags" && v == "1"),
         })
     }
 
@@ -536,11 +590,12 @@ impl Meta {
 /// # Ok::<(), url_dedup_redis::Error>(())
 /// ```
 pub struct RedisSegmentStore {
-    client: Client,
+    deployment: Deployment,
     options: StoreOptions,
     meta: Meta,
     meta_key: String,
-    pool: Vec<Mutex<Option<Live>>>,
+    /// Per pooled slot, a connection per node (one for a single server).
+    pool: Vec<Mutex<Vec<Option<Live>>>>,
     next: AtomicUsize,
     /// Bits seen set, in [`WriteMode::Bitfield`] when the filter fits the limit.
     known: Option<KnownBits>,
@@ -555,6 +610,8 @@ pub struct RedisSegmentStore {
     layers_seen: Box<[std::sync::atomic::AtomicU32]>,
     /// Per data key, admissions counted here and not yet added to its header.
     pending_admitted: Box<[AtomicU64]>,
+    /// `MOVED` and `ASK` redirections followed.
+    redirections: AtomicU64,
     /// When the store was opened; `verified` counts milliseconds from here.
     opened: Instant,
     /// When a data key's header was last checked.
@@ -654,9 +711,10 @@ impl RedisSegmentStore {
         key: HashKey,
         expected_items: u64,
     ) -> Result<Self> {
+        let deployment = Deployment::open(url, &options.backoff)?;
         let segments_per_key = options
             .segments_per_key
-            .unwrap_or_else(|| default_segments_per_key(layout))
+            .unwrap_or_else(|| default_segments_per_key(layout, deployment.is_cluster()))
             .clamp(1, layout.segments());
         let wanted = Meta {
             layout,
@@ -667,12 +725,13 @@ impl RedisSegmentStore {
             generation: new_generation(),
             key_in_redis: options.key.is_none(),
             growth: None,
+            key_tags: options.cluster_tags,
         };
-        Self::create_with(url, options, wanted)
+        Self::create_with(deployment, options, wanted)
     }
 
     /// Creates (or opens) the filter `wanted` describes.
-    fn create_with(url: &str, options: StoreOptions, wanted: Meta) -> Result<Self> {
+    fn create_with(deployment: Deployment, options: StoreOptions, wanted: Meta) -> Result<Self> {
         let key = wanted.key;
         if options.key.is_some_and(|k| k != key) {
             return Err(Error::Mismatch {
@@ -681,16 +740,20 @@ impl RedisSegmentStore {
                 expected: "<another key>".into(),
             });
         }
-        let client = open_client(url)?;
+        Self::check_deployment(&deployment, &options)?;
+        let mut options = options;
+        // On a cluster every data key gets a slot of its own.
+        options.cluster_tags |= deployment.is_cluster();
+        let mut wanted = wanted;
+        wanted.key_tags = options.cluster_tags;
         let meta_key = options.meta_key();
         let stored = retry_sync(&options.backoff, true, "create filter", || {
-            let mut conn = connect(&client, &options.backoff)?;
-            create_or_read(&mut conn, &options, &meta_key, &wanted)
+            create_or_read(&deployment, &options, &meta_key, &wanted)
         })?;
         let stored = Meta::parse(&meta_key, &stored, Some(key))?;
         wanted.check_against(&stored)?;
-        let store = Self::unopened(client, options, stored);
-        store.with_connection("open filter", |_| Ok(()))?;
+        let store = Self::unopened(deployment, options, stored);
+        store.with_key("open filter", &store.meta_key.clone(), |_| Ok(()))?;
         Ok(store)
     }
 
@@ -731,9 +794,10 @@ impl RedisSegmentStore {
         growth.validate().map_err(|e| Error::Segmented(e.into()))?;
         let (capacity, fpr) = growth.layer(first_capacity, target_fpr, 0);
         let sized = Self::layout_for(capacity, fpr)?;
+        let deployment = Deployment::open(url, &options.backoff)?;
         let per_key = options
             .segments_per_key
-            .unwrap_or_else(|| default_segments_per_key(sized))
+            .unwrap_or_else(|| default_segments_per_key(sized, deployment.is_cluster()))
             .clamp(1, sized.segments());
         // Every layer has the same number of segments in each key, so an item's segment in
         // any layer is in the key of its segment in the first (see `LayerShape`).
@@ -748,13 +812,14 @@ impl RedisSegmentStore {
             expected_items: first_capacity,
             generation: new_generation(),
             key_in_redis: options.key.is_none(),
+            key_tags: options.cluster_tags,
             growth: Some(MetaGrowth {
                 first_capacity,
                 target_fpr,
                 growth,
             }),
         };
-        Self::create_with(url, options, wanted)
+        Self::create_with(deployment, options, wanted)
     }
 
     /// The generation as the 8 bytes a data key starts with (what the scripts compare).
@@ -780,6 +845,26 @@ impl RedisSegmentStore {
     /// ```
     pub fn key(&self) -> HashKey {
         self.meta.key
+    }
+
+    /// `MOVED` and `ASK` redirections this store has followed: on a Redis Cluster, the slots
+    /// that moved under it (0 on a single server).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("redirections example") else { return Ok(()) };
+    /// use url_dedup_bloom::{HashKey, SipHash13};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    ///
+    /// let layout = RedisSegmentStore::layout_for(1_000, 0.01)?;
+    /// let store = RedisSegmentStore::create::<SipHash13>(&server.url(), StoreOptions::new("r"), layout, HashKey::random(), 1_000)?;
+    /// assert_eq!(store.redirections(), 0);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn redirections(&self) -> u64 {
+        self.redirections.load(Ordering::Relaxed)
     }
 
     /// The schedule of a growing filter.
@@ -883,12 +968,14 @@ impl RedisSegmentStore {
         url: &str,
         options: StoreOptions,
     ) -> Result<SegmentedBloomFilter<H, Self>> {
-        let client = open_client(url)?;
+        let deployment = Deployment::open(url, &options.backoff)?;
+        Self::check_deployment(&deployment, &options)?;
         let meta_key = options.meta_key();
         let fields: Vec<(String, String)> =
             retry_sync(&options.backoff, true, "read filter metadata", || {
-                let mut conn = connect(&client, &options.backoff)?;
-                redis::cmd("HGETALL").arg(&meta_key).query(&mut conn)
+                on_key(&deployment, &options.backoff, &meta_key, |conn| {
+                    redis::cmd("HGETALL").arg(&meta_key).query(conn)
+                })
             })?;
         if fields.is_empty() {
             return Err(Error::NoFilter { key: meta_key });
@@ -912,14 +999,29 @@ impl RedisSegmentStore {
         }
         let expected = meta.expected_items;
         let hasher = H::from_key(meta.key);
-        let store = Self::unopened(client, options, meta);
-        store.with_connection("open filter", |_| Ok(()))?;
+        let mut options = options;
+        options.cluster_tags = meta.key_tags;
+        let store = Self::unopened(deployment, options, meta);
+        store.with_key("open filter", &store.meta_key.clone(), |_| Ok(()))?;
         Ok(SegmentedBloomFilter::with_store(store, hasher, expected))
     }
 
-    fn unopened(client: Client, options: StoreOptions, meta: Meta) -> Self {
+    /// Refuses what a cluster cannot do: document 003's optimistic mode `WATCH`es many keys
+    /// at once, which a cluster allows only within one slot.
+    fn check_deployment(deployment: &Deployment, options: &StoreOptions) -> Result<()> {
+        if deployment.is_cluster() && options.mode == WriteMode::Optimistic {
+            return Err(Error::Mismatch {
+                field: "mode",
+                stored: "a Redis Cluster".into(),
+                expected: "WriteMode::Optimistic, which needs one server".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn unopened(deployment: Deployment, options: StoreOptions, meta: Meta) -> Self {
         let pool = (0..options.connections.max(1))
-            .map(|_| Mutex::new(None))
+            .map(|_| Mutex::new(Vec::new()))
             .collect();
         let bits = meta.layout.bits();
         let known = (options.mode == WriteMode::Bitfield
@@ -938,7 +1040,7 @@ impl RedisSegmentStore {
         };
         Self {
             shapes: Mutex::new(vec![first]),
-            client,
+            deployment,
             meta_key: options.meta_key(),
             options,
             meta,
@@ -952,6 +1054,7 @@ impl RedisSegmentStore {
                 .map(|_| std::sync::atomic::AtomicU32::new(1))
                 .collect(),
             pending_admitted: (0..keys).map(|_| AtomicU64::new(0)).collect(),
+            redirections: AtomicU64::new(0),
             opened: Instant::now(),
             verified: AtomicU64::new(0),
         }
@@ -1141,30 +1244,74 @@ impl RedisSegmentStore {
     pub(crate) fn with_connection<T>(
         &self,
         operation: &'static str,
-        mut f: impl FnMut(&mut Live) -> redis::RedisResult<T>,
+        f: impl FnMut(&mut Live) -> redis::RedisResult<T>,
     ) -> Result<T> {
+        self.with_node(operation, 0, f)
+    }
+
+    /// Runs `f` on a pooled connection to node `node` (the only node of a single server),
+    /// connecting (and checking the metadata) first when needed, retrying transient failures
+    /// under the backoff policy. A failed `f` may have run on the server before its reply was
+    /// lost; callers that count calls know.
+    pub(crate) fn with_node<T>(
+        &self,
+        operation: &'static str,
+        node: usize,
+        f: impl FnMut(&mut Live) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        match self.with_node_routed(operation, node, f)? {
+            Routed::Done(value) => Ok(value),
+            Routed::Gone => Err(Error::Redis {
+                operation,
+                source: RedisError::from((
+                    redis::ErrorKind::Client,
+                    "the cluster node serves no slot any more",
+                )),
+            }),
+        }
+    }
+
+    /// [`with_node`](Self::with_node) that gives up on a cluster node which, after a failure,
+    /// no longer serves any slot (it died and a replica took over, or it was removed): the
+    /// caller routes again by key. Whatever `f` sent there may have run.
+    fn with_node_routed<T>(
+        &self,
+        operation: &'static str,
+        node: usize,
+        mut f: impl FnMut(&mut Live) -> redis::RedisResult<T>,
+    ) -> Result<Routed<T>> {
         let slot = self.pick();
         let mut guard = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if guard.len() <= node {
+            guard.resize_with(node + 1, || None);
+        }
         let mut retry = Retry::new(&self.options.backoff);
         loop {
-            let result = match guard.as_mut() {
+            let result = match guard[node].as_mut() {
                 Some(conn) => f(conn).map_err(Failure::Redis),
-                None => match self.fresh_connection() {
+                None => match self.fresh_connection(node) {
                     Ok(mut conn) => {
                         let r = f(&mut conn).map_err(Failure::Redis);
-                        *guard = Some(conn);
+                        guard[node] = Some(conn);
                         r
                     }
                     Err(e) => Err(e),
                 },
             };
             match result {
-                Ok(value) => return Ok(value),
+                Ok(value) => return Ok(Routed::Done(value)),
                 Err(Failure::Fatal(e)) => return Err(e),
                 Err(Failure::Redis(e)) => {
-                    if is_transient(&e) {
+                    if is_transient(&e) || e.code() == Some("CLUSTERDOWN") {
                         // The connection may be broken: the next attempt opens a fresh one.
-                        *guard = None;
+                        guard[node] = None;
+                        if self.deployment.is_cluster() {
+                            // A failover may be under way: where are the slots now?
+                            let _ = self.deployment.refresh(&self.options.backoff);
+                            if !self.deployment.serves_any(node) {
+                                return Ok(Routed::Gone);
+                            }
+                        }
                     }
                     std::thread::sleep(retry.failed(operation, e)?);
                 }
@@ -1172,7 +1319,62 @@ impl RedisSegmentStore {
         }
     }
 
-    fn pick(&self) -> &Mutex<Option<Live>> {
+    /// Runs `f` on the node that serves `key`, following the cluster's redirections: `MOVED`
+    /// (the slot moved: the slot map learns it) and `ASK` (the slot is migrating: `ASKING`,
+    /// then `f` once more on the node it names). A redirected command did not run, so `f`
+    /// runs again safely.
+    pub(crate) fn with_key<T>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        mut f: impl FnMut(&mut Live) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        let mut node = self.deployment.node_of(key.as_bytes());
+        let mut asking = false;
+        let mut gone = 0;
+        while gone < MAX_REDIRECTS {
+            let result = self.with_node_routed(operation, node, |live| {
+                if asking {
+                    redis::cmd("ASKING").query::<()>(&mut live.admin)?;
+                }
+                f(live)
+            });
+            let result = match result {
+                Ok(Routed::Done(value)) => Ok(value),
+                Ok(Routed::Gone) => {
+                    gone += 1;
+                    node = self.deployment.node_of(key.as_bytes());
+                    asking = false;
+                    continue;
+                }
+                Err(e) => Err(e),
+            };
+            match result {
+                Err(Error::Redis { source, .. }) if redirect_of(&source).is_some() => {
+                    self.redirections.fetch_add(1, Ordering::Relaxed);
+                    match redirect_of(&source) {
+                        Some(Redirect::Moved { slot, node: to }) => {
+                            node = self.deployment.moved(slot, &to);
+                            asking = false;
+                        }
+                        Some(Redirect::Ask { node: to, .. }) => {
+                            node = self.deployment.index_of(&to);
+                            asking = true;
+                        }
+                        None => {}
+                    }
+                    gone += 1;
+                }
+                other => return other,
+            }
+        }
+        Err(Error::Redis {
+            operation,
+            source: RedisError::from((redis::ErrorKind::Client, "too many cluster redirections")),
+        })
+    }
+
+    fn pick(&self) -> &Mutex<Vec<Option<Live>>> {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let n = self.pool.len();
         for i in 0..n {
@@ -1188,27 +1390,17 @@ impl RedisSegmentStore {
     /// New connections, after checking that the metadata is still the one this store opened:
     /// missing or of another generation, the filter was reset, and carrying on would admit
     /// again what it had admitted.
-    fn fresh_connection(&self) -> std::result::Result<Live, Failure> {
-        let mut admin = connect(&self.client, &self.options.backoff).map_err(Failure::Redis)?;
-        let stored: Vec<(String, String)> = redis::cmd("HGETALL")
-            .arg(&self.meta_key)
-            .query(&mut admin)
-            .map_err(Failure::Redis)?;
-        if stored.is_empty() {
-            return Err(Failure::Fatal(self.reset("its metadata is gone")));
-        }
-        let stored =
-            Meta::parse(&self.meta_key, &stored, Some(self.meta.key)).map_err(Failure::Fatal)?;
-        self.meta.check_against(&stored).map_err(Failure::Fatal)?;
-        if stored.generation != self.meta.generation {
-            return Err(Failure::Fatal(self.reset(&format!(
-                "it was re-created (generation {}, opened as {})",
-                stored.generation, self.meta.generation
-            ))));
+    fn fresh_connection(&self, node: usize) -> std::result::Result<Live, Failure> {
+        let client = self.deployment.client(node).map_err(Failure::Fatal)?;
+        let mut admin = connect(&client, &self.options.backoff).map_err(Failure::Redis)?;
+        // The metadata lives on one node: checked when connecting to it (every data key's
+        // header holds the generation too, checked by every command).
+        if self.deployment.node_of(self.meta_key.as_bytes()) == node {
+            self.check_meta(&mut admin)?;
         }
         let backoff = &self.options.backoff;
         let wire = Wire::connect(
-            self.client.get_connection_info(),
+            client.get_connection_info(),
             backoff.connect_timeout,
             backoff.response_timeout,
         )
@@ -1222,11 +1414,34 @@ impl RedisSegmentStore {
         Ok(Live { admin, wire })
     }
 
+    /// Checks that the metadata is still the one this store opened: missing or of another
+    /// generation, the filter was reset, and carrying on would admit again what it had
+    /// admitted.
+    fn check_meta(&self, admin: &mut Connection) -> std::result::Result<(), Failure> {
+        let stored: Vec<(String, String)> = redis::cmd("HGETALL")
+            .arg(&self.meta_key)
+            .query(admin)
+            .map_err(Failure::Redis)?;
+        if stored.is_empty() {
+            return Err(Failure::Fatal(self.reset("its metadata is gone")));
+        }
+        let stored =
+            Meta::parse(&self.meta_key, &stored, Some(self.meta.key)).map_err(Failure::Fatal)?;
+        self.meta.check_against(&stored).map_err(Failure::Fatal)?;
+        if stored.generation != self.meta.generation {
+            return Err(Failure::Fatal(self.reset(&format!(
+                "it was re-created (generation {}, opened as {})",
+                stored.generation, self.meta.generation
+            ))));
+        }
+        Ok(())
+    }
+
     /// The error for a probe (the [`SegmentStore`] interface, which sees only first-layer
     /// probes) that meets a data key of more than one layer.
     fn grown(&self, key: u64) -> Error {
         Error::Grown {
-            key: self.options.data_key(key),
+            key: self.data_key(key),
         }
     }
 
@@ -1267,12 +1482,9 @@ impl RedisSegmentStore {
             };
             if generation != self.meta.generation {
                 let detail = if generation == 0 {
-                    format!("data key {} is gone", self.options.data_key(key))
+                    format!("data key {} is gone", self.data_key(key))
                 } else {
-                    format!(
-                        "data key {} is of another generation",
-                        self.options.data_key(key)
-                    )
+                    format!("data key {} is of another generation", self.data_key(key))
                 };
                 return Err(self.reset(&detail));
             }
@@ -1280,7 +1492,7 @@ impl RedisSegmentStore {
                 return Err(self.reset(&format!(
                     "data key {} went back from {floor} writes to {writes} \
                      (a failover to a replica that missed writes?)",
-                    self.options.data_key(key)
+                    self.data_key(key)
                 )));
             }
             if let Some(seen) = self.writes_seen.get(key as usize) {
@@ -1330,8 +1542,8 @@ impl RedisSegmentStore {
     /// Reads data key `key`'s header alone and checks it.
     pub(crate) fn check_key(&self, key: u64) -> Result<KeyHeader> {
         let floor = self.writes_floor(key);
-        let data_key = self.options.data_key(key);
-        let values: Vec<Option<i64>> = self.with_connection("check filter", |live| {
+        let data_key = self.data_key(key);
+        let values: Vec<Option<i64>> = self.with_key("check filter", &data_key, |live| {
             let mut cmd = redis::cmd("BITFIELD_RO");
             cmd.arg(&data_key);
             for at in [GENERATION_AT, WRITES_AT, LAYERS_AT, ADMITTED_AT] {
@@ -1350,6 +1562,11 @@ impl RedisSegmentStore {
     fn verification_due(&self) -> bool {
         let now = self.opened.elapsed().as_millis() as u64;
         now.saturating_sub(self.verified.load(Ordering::Relaxed)) >= VERIFY_EVERY.as_millis() as u64
+    }
+
+    /// The name of data key `index`.
+    pub(crate) fn data_key(&self, index: u64) -> String {
+        self.options.data_key(index, self.data_keys())
     }
 
     /// Number of Redis strings holding segments.
@@ -1415,7 +1632,7 @@ impl RedisSegmentStore {
             layout.offsets(probes[i]).map(move |offset| base + offset)
         });
         let ops = members.len() * layout.hashes() as usize;
-        pack_bitfield_command(packed, set, &self.options.data_key(key), 0, ops, offsets);
+        pack_bitfield_command(packed, set, &self.data_key(key), 0, ops, offsets);
     }
 
     /// The batch's probe indexes sorted by data key; stable, so a repeat sees its first
@@ -1455,6 +1672,46 @@ impl RedisSegmentStore {
         token: Option<&str>,
         plan: &mut Plan,
     ) -> redis::RedisResult<usize> {
+        self.plan_commands(probes, order, known, plan);
+        let mut packed = std::mem::take(&mut plan.packed);
+        packed.clear();
+        if token.is_some() {
+            packed.command(1);
+            packed.bulk(b"MULTI");
+        }
+        for c in 0..plan.commands.len() {
+            self.pack_planned(&mut packed, set, plan, c);
+            if packed.buf.len() >= SEND_CHUNK {
+                live.wire.send(&packed.buf)?;
+                packed.clear();
+            }
+        }
+        if let Some(token) = token {
+            packed.command(5);
+            packed.bulk(b"SET");
+            packed.bulk(token.as_bytes());
+            packed.bulk(b"1");
+            packed.bulk(b"PX");
+            packed.bulk_u64(self.options.token_ttl_ms());
+            packed.command(1);
+            packed.bulk(b"EXEC");
+        }
+        live.wire.send(&packed.buf)?;
+        packed.clear();
+        plan.packed = packed;
+        Ok(plan.commands.len())
+    }
+
+    /// Plans a batch into `plan`: the probes in `order`, each with its bits not known set
+    /// (items whose bits are all known are left out), grouped by data key, whole items of at
+    /// most [`MAX_OPS_PER_COMMAND`] bits per command.
+    fn plan_commands(
+        &self,
+        probes: &[Probe],
+        order: &[usize],
+        known: Option<&KnownBits>,
+        plan: &mut Plan,
+    ) {
         let layout = self.meta.layout;
         let per_key = self.meta.segments_per_key;
         let segment_bits = layout.segment_bits();
@@ -1463,13 +1720,8 @@ impl RedisSegmentStore {
         plan.items.clear();
         plan.offsets.clear();
         plan.skipped = 0;
-        plan.packed.clear();
         // The epoch first: bits read after it are no older than it.
         plan.epoch = known.map_or(0, KnownBits::epoch);
-        if token.is_some() {
-            plan.packed.command(1);
-            plan.packed.bulk(b"MULTI");
-        }
         let mut ops = 0;
         for &i in order {
             let probe = probes[i];
@@ -1490,14 +1742,7 @@ impl RedisSegmentStore {
             }
             match plan.commands.last() {
                 Some(&(k, _)) if k == key && ops + sent <= MAX_OPS_PER_COMMAND => ops += sent,
-                last => {
-                    if last.is_some() {
-                        self.pack_planned(set, plan, plan.commands.len() - 1);
-                        if plan.packed.buf.len() >= SEND_CHUNK {
-                            live.wire.send(&plan.packed.buf)?;
-                            plan.packed.clear();
-                        }
-                    }
+                _ => {
                     plan.commands.push((key, 0));
                     plan.floors.push(self.writes_floor(key));
                     ops = sent;
@@ -1508,40 +1753,161 @@ impl RedisSegmentStore {
                 command.1 = plan.items.len();
             }
         }
-        if !plan.commands.is_empty() {
-            self.pack_planned(set, plan, plan.commands.len() - 1);
-        }
-        if let Some(token) = token {
-            plan.packed.command(5);
-            plan.packed.bulk(b"SET");
-            plan.packed.bulk(token.as_bytes());
-            plan.packed.bulk(b"1");
-            plan.packed.bulk(b"PX");
-            plan.packed.bulk_u64(TOKEN_TTL_MS);
-            plan.packed.command(1);
-            plan.packed.bulk(b"EXEC");
-        }
-        live.wire.send(&plan.packed.buf)?;
-        plan.packed.clear();
-        Ok(plan.commands.len())
     }
 
-    /// Appends planned command `c` to `plan.packed`: `BITFIELD key SET u1 <o> 1 ...` (`set`)
-    /// or `BITFIELD_RO key GET u1 <o> ...`.
-    fn pack_planned(&self, set: bool, plan: &mut Plan, c: usize) {
+    /// Appends planned command `c` to `packed`: `BITFIELD key SET u1 <o> 1 ...` (`set`) or
+    /// `BITFIELD_RO key GET u1 <o> ...`.
+    fn pack_planned(&self, packed: &mut Packed, set: bool, plan: &Plan, c: usize) {
         let (key, items_end) = plan.commands[c];
         let items_start = if c == 0 { 0 } else { plan.commands[c - 1].1 };
         let from = plan.offsets_start(items_start);
         let to = plan.items[items_end - 1].1;
         let admitted = if set { self.take_pending(key) } else { 0 };
         pack_bitfield_command(
-            &mut plan.packed,
+            packed,
             set,
-            &self.options.data_key(key),
+            &self.data_key(key),
             admitted,
             to - from,
             plan.offsets[from..to].iter().copied(),
         );
+    }
+
+    /// With [`StoreOptions::acknowledge`], waits until enough replicas of the node behind
+    /// `live` hold the writes this connection made (`WAIT` on the batch's own connection).
+    fn await_replicas(&self, live: &mut Live, node: usize) -> redis::RedisResult<()> {
+        let Some(ack) = self.options.acknowledge else {
+            return Ok(());
+        };
+        let mut packed = Packed::default();
+        packed.command(3);
+        packed.bulk(b"WAIT");
+        packed.bulk_u64(u64::from(ack.replicas));
+        packed.bulk_u64(ack.timeout.as_millis() as u64);
+        match live.wire.pipeline(&packed, 0)?.first() {
+            Some(Reply::Int(n)) if *n >= i64::from(ack.replicas) => Ok(()),
+            // As a lost reply: the retry finds the batch's token and answers per `Uncertain`.
+            Some(Reply::Int(n)) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "{n} of {} replicas of node {node} acknowledged within {:?}",
+                    ack.replicas, ack.timeout
+                ),
+            )
+            .into()),
+            other => Err(RedisError::from((
+                redis::ErrorKind::Parse,
+                "WAIT answered",
+                format!("{other:?}"),
+            ))),
+        }
+    }
+
+    /// Sends a planned batch to a cluster: each command to the master serving its key's slot,
+    /// one pipeline per master, following `MOVED` and `ASK` for the commands that get them
+    /// (they did not run). Fills `headers` and `bits` in command order, as a single server's
+    /// reply would; returns, per command, whether an attempt whose reply was lost may have
+    /// run it (a cluster batch is no transaction: its keys are in many slots, so only the
+    /// commands sent to a node that failed are in doubt).
+    fn run_on_cluster(
+        &self,
+        operation: &'static str,
+        set: bool,
+        plan: &Plan,
+        headers: &mut Vec<i64>,
+        bits: &mut Vec<u8>,
+    ) -> Result<Vec<bool>> {
+        let n = plan.commands.len();
+        let mut replies: Vec<Option<(Vec<i64>, Vec<u8>)>> = vec![None; n];
+        let mut targets: Vec<(usize, bool)> = plan
+            .commands
+            .iter()
+            .map(|&(key, _)| {
+                (
+                    self.deployment.node_of(self.data_key(key).as_bytes()),
+                    false,
+                )
+            })
+            .collect();
+        let mut ran = vec![false; n];
+        for _ in 0..MAX_REDIRECTS {
+            let mut by_node: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+            for c in (0..n).filter(|&c| replies[c].is_none()) {
+                by_node.entry(targets[c].0).or_default().push(c);
+            }
+            if by_node.is_empty() {
+                break;
+            }
+            for (node, commands) in by_node {
+                let asking: Vec<bool> = commands.iter().map(|&c| targets[c].1).collect();
+                let mut attempts = 0;
+                let answers = self.with_node_routed(operation, node, |live| {
+                    attempts += 1;
+                    let mut packed = Packed::default();
+                    for (&c, &ask) in commands.iter().zip(&asking) {
+                        if ask {
+                            packed.command(1);
+                            packed.bulk(b"ASKING");
+                        }
+                        self.pack_planned(&mut packed, set, plan, c);
+                    }
+                    live.wire.send(&packed.buf)?;
+                    let answers = live.wire.receive_each(&asking, HEADER_OPS)?;
+                    if set {
+                        self.await_replicas(live, node)?;
+                    }
+                    Ok(answers)
+                })?;
+                if attempts > 1 {
+                    commands.iter().for_each(|&c| ran[c] = true);
+                }
+                let answers = match answers {
+                    Routed::Done(answers) => answers,
+                    Routed::Gone => {
+                        // The node died; what it ran before may be lost or on its replica.
+                        for &c in &commands {
+                            ran[c] = true;
+                            let key = self.data_key(plan.commands[c].0);
+                            targets[c] = (self.deployment.node_of(key.as_bytes()), false);
+                        }
+                        continue;
+                    }
+                };
+                for (&c, answer) in commands.iter().zip(answers) {
+                    match answer {
+                        Ok(reply) => replies[c] = Some(reply),
+                        Err(message) => match Redirect::parse(&message).inspect(|_| {
+                            self.redirections.fetch_add(1, Ordering::Relaxed);
+                        }) {
+                            Some(Redirect::Moved { slot, node: to }) => {
+                                targets[c] = (self.deployment.moved(slot, &to), false);
+                            }
+                            Some(Redirect::Ask { node: to, .. }) => {
+                                targets[c] = (self.deployment.index_of(&to), true);
+                            }
+                            None => {
+                                return Err(Error::Redis {
+                                    operation,
+                                    source: server_error(message),
+                                });
+                            }
+                        },
+                    }
+                }
+            }
+        }
+        for reply in replies {
+            let (h, b) = reply.ok_or_else(|| Error::Redis {
+                operation,
+                source: RedisError::from((
+                    redis::ErrorKind::Client,
+                    "too many cluster redirections",
+                )),
+            })?;
+            headers.extend(h);
+            bits.extend(b);
+        }
+        Ok(ran)
     }
 
     /// `BITFIELD key SET u1 <o> 1 ...` (`set`) or `BITFIELD_RO key GET u1 <o> ...` for the
@@ -1590,40 +1956,56 @@ impl RedisSegmentStore {
                     crate::namespace::random_u64()
                 )
             });
-            self.with_connection(operation, |live| {
-                attempts += 1;
-                if let (Some(token), true, false) = (&token, attempts > 1, ran) {
-                    ran = redis::cmd("EXISTS")
-                        .arg(token)
-                        .query::<bool>(&mut live.admin)?;
-                }
-                // Planned afresh by every attempt: a retry runs on a new connection, which
-                // emptied the cache (bits known from a server that restarted would be wrong).
-                // A failed attempt may have left answers behind.
-                bits.clear();
-                headers.clear();
-                let commands = self.plan_and_send(
-                    live,
-                    set,
-                    probes,
-                    &order,
-                    known,
-                    token.as_deref(),
-                    &mut plan,
-                )?;
-                let received = if token.is_some() {
-                    live.wire.receive_bitfield_transaction(
-                        commands,
-                        HEADER_OPS,
-                        &mut headers,
-                        &mut bits,
-                    )?
-                } else {
-                    live.wire
-                        .receive_bitfields(commands, HEADER_OPS, &mut headers, &mut bits)?
-                };
-                received.map_err(server_error)
-            })?;
+            if self.deployment.is_cluster() {
+                // Planned once: the known-bits cache is emptied by a reconnect, but a bit it
+                // left out is set on the server whatever happens to the connection.
+                self.plan_commands(probes, &order, known, &mut plan);
+                report.ran_commands =
+                    self.run_on_cluster(operation, set, &plan, &mut headers, &mut bits)?;
+            } else {
+                self.with_connection(operation, |live| {
+                    attempts += 1;
+                    if let (Some(token), true, false) = (&token, attempts > 1, ran) {
+                        ran = redis::cmd("EXISTS")
+                            .arg(token)
+                            .query::<bool>(&mut live.admin)?;
+                    }
+                    // Planned afresh by every attempt: a retry runs on a new connection, which
+                    // emptied the cache (bits known from a server that restarted would be wrong).
+                    // A failed attempt may have left answers behind.
+                    bits.clear();
+                    headers.clear();
+                    let commands = self.plan_and_send(
+                        live,
+                        set,
+                        probes,
+                        &order,
+                        known,
+                        token.as_deref(),
+                        &mut plan,
+                    )?;
+                    let received = if token.is_some() {
+                        live.wire.receive_bitfield_transaction(
+                            commands,
+                            HEADER_OPS,
+                            &mut headers,
+                            &mut bits,
+                        )?
+                    } else {
+                        live.wire.receive_bitfields(
+                            commands,
+                            HEADER_OPS,
+                            &mut headers,
+                            &mut bits,
+                        )?
+                    };
+                    received.map_err(server_error)?;
+                    if set {
+                        self.await_replicas(live, 0)?;
+                    }
+                    Ok(())
+                })?;
+            }
             let met = self.check_headers(
                 plan.commands
                     .iter()
@@ -1687,7 +2069,7 @@ impl RedisSegmentStore {
         read.command(1 + groups.len());
         read.bulk(b"WATCH");
         for (key, _) in &groups {
-            read.bulk(self.options.data_key(*key).as_bytes());
+            read.bulk(self.data_key(*key).as_bytes());
         }
         for (key, members) in &groups {
             self.pack_bitfield(&mut read, false, *key, members, probes);
@@ -1791,10 +2173,30 @@ pub(crate) struct KeyHeader {
 /// What one batch of `BITFIELD`s met beyond its answers.
 #[derive(Debug, Default)]
 pub(crate) struct BatchReport {
-    /// Whether an attempt whose reply was lost had run.
+    /// Whether an attempt whose reply was lost had run (a single server's batch is one
+    /// transaction: all of it or none).
     pub(crate) ran: bool,
+    /// On a cluster, per command: whether an attempt whose reply was lost may have run it.
+    pub(crate) ran_commands: Vec<bool>,
     /// Per command: its key's header and the probe indices it carried.
     pub(crate) commands: Vec<(KeyHeader, Vec<usize>)>,
+}
+
+impl BatchReport {
+    /// Per probe of a batch of `probes`: whether its answer is in doubt, because an attempt
+    /// that carried it may have run before its reply was lost.
+    pub(crate) fn uncertain(&self, probes: usize) -> Vec<bool> {
+        let mut doubt = vec![self.ran; probes];
+        for ((_, members), _) in self
+            .commands
+            .iter()
+            .zip(&self.ran_commands)
+            .filter(|&(_, &ran)| ran)
+        {
+            members.iter().for_each(|&m| doubt[m] = true);
+        }
+        doubt
+    }
 }
 
 /// One batch's `BITFIELD` commands, built by [`RedisSegmentStore::plan_and_send`].
@@ -1812,7 +2214,7 @@ struct Plan {
     skipped: u64,
     /// The cache's epoch when the plan was made.
     epoch: u64,
-    /// Commands packed and not yet sent.
+    /// Commands packed and not yet sent (kept for its buffer).
     packed: Packed,
 }
 
@@ -1844,6 +2246,13 @@ pub(crate) struct Live {
     wire: Wire,
 }
 
+/// What [`RedisSegmentStore::with_node_routed`] came to.
+enum Routed<T> {
+    Done(T),
+    /// The node serves no slot any more: route again.
+    Gone,
+}
+
 enum Failure {
     Redis(RedisError),
     Fatal(Error),
@@ -1865,6 +2274,7 @@ impl SegmentStore for RedisSegmentStore {
         let uncertain = match self.options.mode {
             WriteMode::Bitfield => {
                 let report = self.bitfield_batch(true, probes, &mut answers)?;
+                let doubt = report.uncertain(probes.len());
                 for (header, members) in &report.commands {
                     if header.layers > 1 {
                         return Err(self.grown(header.key));
@@ -1872,12 +2282,17 @@ impl SegmentStore for RedisSegmentStore {
                     let new = members.iter().filter(|&&i| answers[i]).count() as u64;
                     self.add_pending(header.key, new);
                 }
-                report.ran
+                doubt
             }
-            WriteMode::Optimistic => self.optimistic_check_and_insert(probes, &mut answers)?,
+            WriteMode::Optimistic => {
+                let ran = self.optimistic_check_and_insert(probes, &mut answers)?;
+                vec![ran; probes.len()]
+            }
         };
-        if uncertain && self.options.uncertain == Uncertain::AssumeNew {
-            answers.fill(true);
+        if self.options.uncertain == Uncertain::AssumeNew {
+            for (answer, doubt) in answers.iter_mut().zip(uncertain) {
+                *answer |= doubt;
+            }
         }
         new.extend_from_slice(&answers);
         Ok(())
@@ -1944,12 +2359,12 @@ impl RedisSegmentStore {
     /// `bytes` bytes of data key `index` from byte `start`, read with `GETRANGE` in chunks;
     /// fewer when the string is shorter (the rest reads as zeros, as in Redis).
     pub(crate) fn read_region(&self, index: u64, start: u64, bytes: u64) -> Result<Vec<u8>> {
-        let key = self.options.data_key(index);
+        let key = self.data_key(index);
         let mut data = Vec::with_capacity(bytes.min(MAX_SEGMENT_BYTES) as usize);
         while (data.len() as u64) < bytes {
             let from = start + data.len() as u64;
             let to = (from + TRANSFER_CHUNK).min(start + bytes) - 1;
-            let piece: Vec<u8> = self.with_connection("read segment", |live| {
+            let piece: Vec<u8> = self.with_key("read segment", &key, |live| {
                 redis::cmd("GETRANGE")
                     .arg(&key)
                     .arg(from)
@@ -1982,11 +2397,11 @@ impl RedisSegmentStore {
     /// ORs `bytes` into data key `index` from byte `start`, in one transaction: the bytes go
     /// to a helper key at the same offsets, then `BITOP OR`.
     pub(crate) fn merge_region(&self, index: u64, start: u64, bytes: &[u8]) -> Result<()> {
-        let key = self.options.data_key(index);
+        let key = self.data_key(index);
         // The helper key shares the data key's hash tag, so the transaction stays in one slot.
         let scratch = format!("{key}:merge");
         let start = start as usize;
-        self.with_connection("merge segment", |live| {
+        self.with_key("merge segment", &key, |live| {
             let mut pipe = redis::pipe();
             pipe.atomic();
             pipe.cmd("DEL").arg(&scratch).ignore();
@@ -2068,10 +2483,22 @@ fn pack_bitfield_command(
     }
 }
 
-/// Segments per data key so one key is just under 1 MiB: jemalloc rounds a string of
-/// 2^k bytes plus Redis's header up to 1.25 * 2^k, so a power-of-two key would waste 25%,
-/// while 2^k - 1 segments of a smaller power of two fill the 1 MiB size class exactly.
-fn default_segments_per_key(layout: Layout) -> u64 {
+/// Segments per data key.
+///
+/// * **One server**: so one key is just under 1 MiB: jemalloc rounds a string of 2^k bytes
+///   plus Redis's header up to 1.25 * 2^k, so a power-of-two key would waste 25%, while
+///   2^k - 1 segments of a smaller power of two fill the 1 MiB size class exactly.
+/// * **A cluster**: so the filter has as many keys as it can spread over the slots, up to one
+///   per slot (16,384), but keys of at least 8 KiB: a key costs Redis about 100 bytes of its
+///   own, and the header 32 more. A filter of 100 MiB has a key in every slot; resharding moves
+///   slots, and with them their part of the filter.
+fn default_segments_per_key(layout: Layout, cluster: bool) -> u64 {
+    if cluster {
+        let keys = (layout.bits() / (8 * 8192))
+            .clamp(1, u64::from(crate::cluster::SLOTS))
+            .min(layout.segments());
+        return layout.segments().div_ceil(keys);
+    }
     let target = (1u64 << 20) - 64;
     (target / layout.segment_bytes()).max(1)
 }
@@ -2093,26 +2520,36 @@ fn new_generation() -> i64 {
 /// metadata: whoever sees the metadata finds every key ready, and of two processes creating
 /// the same filter one creates and the other waits and reads what it made.
 fn create_or_read(
-    conn: &mut Connection,
+    deployment: &Deployment,
     options: &StoreOptions,
     meta_key: &str,
     wanted: &Meta,
 ) -> redis::RedisResult<Vec<(String, String)>> {
+    let backoff = &options.backoff;
     let lock = format!("{meta_key}:creating");
     let deadline = Instant::now() + Duration::from_millis(CREATION_LOCK_MS);
+    let read_meta = || {
+        on_key(deployment, backoff, meta_key, |conn| {
+            redis::cmd("HGETALL")
+                .arg(meta_key)
+                .query::<Vec<(String, String)>>(conn)
+        })
+    };
     loop {
-        let stored: Vec<(String, String)> = redis::cmd("HGETALL").arg(meta_key).query(conn)?;
+        let stored = read_meta()?;
         if !stored.is_empty() {
             return Ok(stored);
         }
         let token = format!("{:016x}", crate::namespace::random_u64());
-        let locked: Option<String> = redis::cmd("SET")
-            .arg(&lock)
-            .arg(&token)
-            .arg("NX")
-            .arg("PX")
-            .arg(CREATION_LOCK_MS)
-            .query(conn)?;
+        let locked: Option<String> = on_key(deployment, backoff, &lock, |conn| {
+            redis::cmd("SET")
+                .arg(&lock)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(CREATION_LOCK_MS)
+                .query(conn)
+        })?;
         if locked.is_none() {
             if Instant::now() > deadline {
                 return Err(RedisError::from((
@@ -2125,52 +2562,99 @@ fn create_or_read(
             continue;
         }
         let result = (|| {
-            let stored: Vec<(String, String)> = redis::cmd("HGETALL").arg(meta_key).query(conn)?;
+            let stored = read_meta()?;
             if !stored.is_empty() {
                 return Ok(stored);
             }
             let header = wanted.header_bytes();
             for index in 0..wanted.data_keys() {
-                let key = options.data_key(index);
+                let key = options.data_key(index, wanted.data_keys());
                 let bytes =
                     HEADER_BITS / 8 + wanted.key_segments(index) * wanted.layout.segment_bytes();
                 // SETRANGE on a missing key allocates exactly `offset + 1` bytes (SETBIT and
                 // BITFIELD grow strings in doubling steps).
-                redis::pipe()
-                    .atomic()
-                    .cmd("DEL")
-                    .arg(&key)
-                    .ignore()
-                    .cmd("SETRANGE")
-                    .arg(&key)
-                    .arg(bytes - 1)
-                    .arg(&b"\0"[..])
-                    .ignore()
-                    .cmd("SETRANGE")
-                    .arg(&key)
-                    .arg(0)
-                    .arg(&header[..])
-                    .ignore()
-                    .query::<()>(conn)?;
+                on_key(deployment, backoff, &key, |conn| {
+                    redis::pipe()
+                        .atomic()
+                        .cmd("DEL")
+                        .arg(&key)
+                        .ignore()
+                        .cmd("SETRANGE")
+                        .arg(&key)
+                        .arg(bytes - 1)
+                        .arg(&b"\0"[..])
+                        .ignore()
+                        .cmd("SETRANGE")
+                        .arg(&key)
+                        .arg(0)
+                        .arg(&header[..])
+                        .ignore()
+                        .query::<()>(conn)
+                })?;
             }
-            let mut hset = redis::cmd("HSET");
-            hset.arg(meta_key);
-            for (field, value) in wanted.fields() {
-                hset.arg(field).arg(value);
-            }
-            hset.query::<()>(conn)?;
-            redis::cmd("HGETALL").arg(meta_key).query(conn)
+            on_key(deployment, backoff, meta_key, |conn| {
+                let mut hset = redis::cmd("HSET");
+                hset.arg(meta_key);
+                for (field, value) in wanted.fields() {
+                    hset.arg(field).arg(value);
+                }
+                hset.query::<()>(conn)
+            })?;
+            read_meta()
         })();
         let release = redis::Script::new(
             "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end return 0",
         );
-        let _ = release.key(&lock).arg(&token).invoke::<i64>(conn);
+        let _ = on_key(deployment, backoff, &lock, |conn| {
+            release.key(&lock).arg(&token).invoke::<i64>(conn)
+        });
         return result;
     }
 }
 
-fn open_client(url: &str) -> Result<Client> {
-    crate::link::client_for(url)
+/// Runs `f` on a new connection to the node serving `key`, following `MOVED` and `ASK`
+/// redirections: for the steps that open a filter, before it has its pool of connections.
+fn on_key<T>(
+    deployment: &Deployment,
+    backoff: &Backoff,
+    key: &str,
+    mut f: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
+) -> redis::RedisResult<T> {
+    let mut node = deployment.node_of(key.as_bytes());
+    let mut asking = false;
+    for _ in 0..MAX_REDIRECTS {
+        let client = deployment
+            .client(node)
+            .map_err(|e| RedisError::from((redis::ErrorKind::Client, "node", e.to_string())))?;
+        let mut conn = connect(&client, backoff)?;
+        if asking {
+            redis::cmd("ASKING").query::<()>(&mut conn)?;
+        }
+        match f(&mut conn) {
+            Err(e) => match redirect_of(&e) {
+                Some(Redirect::Moved { slot, node: to }) => {
+                    node = deployment.moved(slot, &to);
+                    asking = false;
+                }
+                Some(Redirect::Ask { node: to, .. }) => {
+                    node = deployment.index_of(&to);
+                    asking = true;
+                }
+                None => return Err(e),
+            },
+            ok => return ok,
+        }
+    }
+    Err(RedisError::from((
+        redis::ErrorKind::Client,
+        "too many cluster redirections",
+    )))
+}
+
+/// A `MOVED` or `ASK` error as a redirection.
+pub(crate) fn redirect_of(e: &RedisError) -> Option<Redirect> {
+    let code = e.code()?;
+    Redirect::parse(&format!("{code} {}", e.detail().unwrap_or("")))
 }
 
 fn connect(client: &Client, backoff: &Backoff) -> redis::RedisResult<Connection> {

@@ -43,9 +43,6 @@ use crate::segment_store::{
 /// key at a time, and a layer takes many batches to fill, so two rounds are the norm.
 const MAX_ROUNDS: usize = 16;
 
-/// How long a script's token key lives (see `lua/grown_admit.lua`).
-const TOKEN_TTL_MS: u64 = 600_000;
-
 /// A growing segmented Bloom filter in Redis, shared by every process that opens the same
 /// prefix: each URL is admitted by exactly one of them, and no lookup's false-positive rate
 /// passes the target however many URLs arrive.
@@ -568,6 +565,7 @@ impl<H: ItemHasher> SharedFilter<H> {
                 let sub: Vec<Probe> = single.iter().map(|&i| probes[i]).collect();
                 let mut answers = vec![false; sub.len()];
                 let report = self.store.bitfield_batch(true, &sub, &mut answers)?;
+                let doubt = report.uncertain(sub.len());
                 let mut stale = vec![false; sub.len()];
                 for (header, members) in &report.commands {
                     if header.layers > 1 {
@@ -593,7 +591,7 @@ impl<H: ItemHasher> SharedFilter<H> {
                 fill.clear();
                 for (m, &i) in single.iter().enumerate() {
                     if !stale[m] {
-                        new[i] = answers[m] || (report.ran && assume_new);
+                        new[i] = answers[m] || (doubt[m] && assume_new);
                     }
                 }
             }
@@ -651,9 +649,9 @@ impl<H: ItemHasher> SharedFilter<H> {
             .clone()
             .map(|j| self.store.layer(j))
             .collect::<Result<_>>()?;
-        let data_key = self.store.options().data_key(key);
+        let data_key = self.store.data_key(key);
         let floor = self.store.writes_floor(key);
-        let values: Vec<i64> = self.store.with_connection("read layers", |live| {
+        let values: Vec<i64> = self.store.with_key("read layers", &data_key, |live| {
             let mut cmd = redis::cmd("BITFIELD_RO");
             cmd.arg(&data_key);
             for at in [0u64, 64, 128, 192] {
@@ -701,14 +699,14 @@ impl<H: ItemHasher> SharedFilter<H> {
         let shapes: Vec<LayerShape> = (0..layers)
             .map(|j| self.store.layer(j))
             .collect::<Result<_>>()?;
-        let data_key = self.store.options().data_key(key);
+        let data_key = self.store.data_key(key);
         let token = format!("{data_key}:t:{:016x}", crate::namespace::random_u64());
         let generation = self.store.generation_bytes();
         let floor = self.store.writes_floor(key);
         let mut attempts = 0;
         let reply: Vec<i64> = self
             .store
-            .with_connection("admit into a grown key", |live| {
+            .with_key("admit into a grown key", &data_key, |live| {
                 attempts += 1;
                 let mut call = scripts().admit.prepare_invoke();
                 call.key(&data_key)
@@ -716,7 +714,7 @@ impl<H: ItemHasher> SharedFilter<H> {
                     .arg(&generation[..])
                     .arg(layers)
                     .arg(members.len())
-                    .arg(TOKEN_TTL_MS);
+                    .arg(self.store.options().token_ttl_ms());
                 for shape in &shapes {
                     call.arg(shape.layout.hashes());
                 }
@@ -759,11 +757,11 @@ impl<H: ItemHasher> SharedFilter<H> {
     fn grow(&self, key: u64, layers: u32) -> Result<()> {
         let shape = self.store.layer(layers)?;
         let bytes = (shape.start + shape.per_key * shape.layout.segment_bits()) / 8;
-        let data_key = self.store.options().data_key(key);
+        let data_key = self.store.data_key(key);
         let generation = self.store.generation_bytes();
         let now: i64 = self
             .store
-            .with_connection("grow a key", |live| {
+            .with_key("grow a key", &data_key, |live| {
                 scripts()
                     .grow
                     .key(&data_key)

@@ -236,6 +236,34 @@ impl Wire {
         Ok(failure.map_or(Ok(()), Err))
     }
 
+    /// Reads one `BITFIELD` reply per command, each preceded by an `ASKING` reply where
+    /// `asking` says so: per command its header values and bits, or the error it got (a
+    /// cluster's `MOVED` or `ASK` among them), so each can be sent again on its own.
+    pub(crate) fn receive_each(
+        &mut self,
+        asking: &[bool],
+        header: usize,
+    ) -> io::Result<Vec<CommandReply>> {
+        let mut out = Vec::with_capacity(asking.len());
+        for &ask in asking {
+            let mut asked = None;
+            if ask {
+                self.read_line()?;
+                if self.line[0] == b'-' {
+                    asked = Some(String::from_utf8_lossy(&self.line[1..]).into_owned());
+                }
+            }
+            self.read_line()?;
+            let (mut headers, mut bits, mut failure) = (Vec::new(), Vec::new(), None);
+            self.bitfield_values(header, &mut headers, &mut bits, &mut failure)?;
+            out.push(match asked.or(failure) {
+                Some(message) => Err(message),
+                None => Ok((headers, bits)),
+            });
+        }
+        Ok(out)
+    }
+
     /// The values of one `BITFIELD` reply whose first line is in `self.line`.
     fn bitfield_values(
         &mut self,
@@ -383,6 +411,9 @@ fn checked_len(len: i64) -> io::Result<usize> {
 fn malformed(what: &'static str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what)
 }
+
+/// One command's reply in a cluster batch: its header values and bits, or the error it got.
+pub(crate) type CommandReply = Result<(Vec<i64>, Vec<u8>), String>;
 
 #[cfg(test)]
 mod tests {

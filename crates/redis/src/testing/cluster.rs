@@ -84,7 +84,12 @@ impl RedisCluster {
             .collect::<io::Result<Vec<_>>>()?;
         let cluster = Self { nodes, cli };
         let mut args = vec!["--cluster".to_owned(), "create".to_owned()];
-        args.extend(cluster.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())));
+        args.extend(
+            cluster
+                .nodes
+                .iter()
+                .map(|n| format!("127.0.0.1:{}", n.port())),
+        );
         args.extend([
             "--cluster-replicas".to_owned(),
             replicas.to_string(),
@@ -425,14 +430,22 @@ fn parse_nodes(text: &str) -> Vec<ClusterNode> {
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let address = fields.get(1)?;
-            let port = address.split('@').next()?.rsplit(':').next()?.parse().ok()?;
+            let port = address
+                .split('@')
+                .next()?
+                .rsplit(':')
+                .next()?
+                .parse()
+                .ok()?;
             let flags = fields.get(2)?;
             let slots = fields
                 .iter()
                 .skip(8)
                 .filter(|f| !f.starts_with('['))
                 .map(|range| match range.split_once('-') {
-                    Some((a, b)) => b.parse::<usize>().unwrap_or(0) + 1 - a.parse::<usize>().unwrap_or(0),
+                    Some((a, b)) => {
+                        b.parse::<usize>().unwrap_or(0) + 1 - a.parse::<usize>().unwrap_or(0)
+                    }
                     None => 1,
                 })
                 .sum();
