@@ -325,28 +325,26 @@ impl SharedQueue {
         vnode.index() % self.stripes.len()
     }
 
-    /// Claims up to `max` URLs, waiting up to `wait` when none is due; rotates over the
-    /// stripes.
-    async fn claim(&self, max: usize, wait: Duration) -> Result<Vec<Job>, CrawlError> {
+    /// Claims up to `max` URLs, rotating over the stripes. With `wait`, an idle process waits
+    /// up to that long for a URL to be queued (woken through pub/sub); a busy one never waits
+    /// here: its own commits free the slots it is waiting for, and every process woken by every
+    /// acknowledgement would send a claim per page for nothing.
+    async fn claim(&self, max: usize, wait: Option<Duration>) -> Result<Vec<Job>, CrawlError> {
         let n = self.stripes.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let mut tasks = Vec::new();
-        // With several stripes, each is asked once without waiting before one is waited on.
-        if n > 1 {
-            for i in 0..n {
-                let s = (start + i) % n;
-                let got = self.stripes[s].claim_batch(&self.me, max).await?;
-                if !got.is_empty() {
-                    tasks = got.into_iter().map(|t| (s, t)).collect();
-                    break;
-                }
+        for i in 0..n {
+            let s = (start + i) % n;
+            let got = self.stripes[s].claim_batch(&self.me, max).await?;
+            if !got.is_empty() {
+                tasks = got.into_iter().map(|t| (s, t)).collect();
+                break;
             }
         }
-        if tasks.is_empty() {
+        if let (true, Some(wait)) = (tasks.is_empty(), wait) {
             let s = start % n;
-            let wait = if n > 1 { wait / n as u32 } else { wait };
             tasks = self.stripes[s]
-                .claim_batch_wait(&self.me, max, wait)
+                .claim_batch_wait(&self.me, max, wait / n as u32)
                 .await?
                 .into_iter()
                 .map(|t| (s, t))
@@ -490,25 +488,34 @@ async fn feed_until_done(shared: &Arc<Shared>) -> Result<(), CrawlError> {
         if *stop.borrow_and_update() {
             return Ok(());
         }
+        // Registered before `held` is read, so a commit finishing meanwhile is not missed.
+        let freed = q.held_changed.notified();
+        tokio::pin!(freed);
+        freed.as_mut().enable();
         let held = q.held.load(Ordering::SeqCst);
         if held >= room {
-            let freed = q.held_changed.notified();
             tokio::select! {
-                () = freed => {}
+                () = &mut freed => {}
                 _ = stop.changed() => {}
                 () = tokio::time::sleep(IDLE_WAIT) => {}
             }
             continue;
         }
         let want = ((room - held) as usize).min(CLAIM_BATCH);
-        let wait = if held > 0 { BUSY_WAIT } else { IDLE_WAIT };
-        let jobs = q.claim(want, wait).await?;
+        let jobs = q.claim(want, (held == 0).then_some(IDLE_WAIT)).await?;
         if !jobs.is_empty() {
             q.held.fetch_add(jobs.len() as u64, Ordering::SeqCst);
             jobs.into_iter().for_each(|j| shared.route(j));
             continue;
         }
         if q.held.load(Ordering::SeqCst) > 0 {
+            // Nothing due for now: look again when one of this process's pages is committed
+            // (its host's slot is free again), or after a while for the other processes'.
+            tokio::select! {
+                () = &mut freed => {}
+                _ = stop.changed() => {}
+                () = tokio::time::sleep(BUSY_WAIT) => {}
+            }
             continue;
         }
         if q.stop_raised().await {
