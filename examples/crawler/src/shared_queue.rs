@@ -157,9 +157,8 @@ impl std::fmt::Debug for SharedQueue {
 
 /// Raises the stop flag of a shared crawl.
 pub(crate) async fn raise_stop(redis: &str, name: &str) -> Result<(), CrawlError> {
-    let link = Link::connect(redis).await?;
     let ns = Namespace::new(name)?;
-    let mut conn = link.connection();
+    let mut conn = connect(redis).await?;
     let () = redis::cmd("SET")
         .arg(ns.key("stop"))
         .arg("1")
@@ -177,7 +176,7 @@ impl SharedQueue {
     ) -> Result<Self, CrawlError> {
         let link = Link::connect_with(&settings.redis, settings.backoff).await?;
         let ns = Namespace::new(&settings.name)?;
-        let mut conn = link.connection();
+        let mut conn = connect(&settings.redis).await?;
         let me = WorkerId::random("crawler");
         let key = crawl_key(&mut conn, &ns).await?;
         let done = {
@@ -908,6 +907,14 @@ pub(crate) fn is_reset(e: &CrawlError) -> bool {
         CrawlError::Done(url_dedup::Error::Store(message)) => message.contains("lost its data"),
         _ => false,
     }
+}
+
+/// A connection of this process's own for the crawl's plain keys (stop flag, periods, known
+/// pages, template counts, log stream); the frontier and the done set keep theirs.
+async fn connect(redis: &str) -> Result<ConnectionManager, CrawlError> {
+    Ok(redis::Client::open(redis)?
+        .get_connection_manager()
+        .await?)
 }
 
 /// The crawl's hash key: drawn by the first process, read by the others.
