@@ -52,6 +52,7 @@ impl ParseBudget {
     pub(crate) fn links(self) -> Links {
         Links {
             kept: Vec::new(),
+            requisites: Vec::new(),
             bytes: 0,
             budget: self.bytes / 2,
             dropped: 0,
@@ -64,6 +65,8 @@ impl ParseBudget {
 pub(crate) struct Links {
     /// In document order.
     pub(crate) kept: Vec<Url>,
+    /// What the document needs to be shown (images, scripts, stylesheets), in document order.
+    pub(crate) requisites: Vec<Url>,
     bytes: usize,
     budget: usize,
     /// Found after the share was used up.
@@ -73,12 +76,26 @@ pub(crate) struct Links {
 impl Links {
     /// Keeps `url` if it fits (its `Url` and its text count), otherwise counts it dropped.
     pub(crate) fn push(&mut self, url: Url) {
+        if self.fits(&url) {
+            self.kept.push(url);
+        }
+    }
+
+    /// Keeps the requisite `url` if it fits, from the same share as the links.
+    pub(crate) fn push_requisite(&mut self, url: Url) {
+        if self.fits(&url) {
+            self.requisites.push(url);
+        }
+    }
+
+    fn fits(&mut self, url: &Url) -> bool {
         let cost = size_of::<Url>() + url.as_str().len();
         if self.bytes + cost > self.budget {
             self.dropped += 1;
+            false
         } else {
             self.bytes += cost;
-            self.kept.push(url);
+            true
         }
     }
 }

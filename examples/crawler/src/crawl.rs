@@ -219,7 +219,7 @@ impl Shared {
         } else {
             0
         };
-        let mirrored = self.config.mirror && job.kind == JobKind::Page && body.is_some();
+        let mirrored = self.config.mirror && job.kind != JobKind::Sitemap && body.is_some();
         let note = |records: &mut Records| -> Result<(), CrawlError> {
             if let Some((reason, detail)) = &problem {
                 records.skip(*reason, &job.url, detail)?;

@@ -11,6 +11,9 @@ pub(crate) enum JobKind {
     Page,
     /// An XML sitemap: fetched, its entries admitted as pages (or sitemaps, for an index).
     Sitemap,
+    /// What a page needs to be shown (image, script, stylesheet, font, icon): fetched whatever
+    /// its type and stored in the mirror; a stylesheet's own references are requisites too.
+    Requisite,
 }
 
 impl JobKind {
@@ -18,6 +21,7 @@ impl JobKind {
         match self {
             Self::Page => 'P',
             Self::Sitemap => 'S',
+            Self::Requisite => 'R',
         }
     }
 
@@ -25,6 +29,7 @@ impl JobKind {
         match c {
             "P" => Some(Self::Page),
             "S" => Some(Self::Sitemap),
+            "R" => Some(Self::Requisite),
             _ => None,
         }
     }

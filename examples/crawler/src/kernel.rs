@@ -34,6 +34,9 @@ impl<'a> Response<'a> {
 pub(crate) struct Harvest {
     /// Links to offer to the done set, in document order.
     pub(crate) follow: Vec<Url>,
+    /// What the document needs to be shown (images, scripts, stylesheets), for the offline
+    /// copy.
+    pub(crate) requisites: Vec<Url>,
     /// Whether the followed links are themselves feeds or sitemaps (a sitemap index).
     pub(crate) follow_feeds: bool,
     /// Links left out on the page's request (`nofollow`).
@@ -84,6 +87,7 @@ impl Kernel for HtmlKernel {
         match links::extract(response.body, response.url, &opts) {
             Ok(found) => Harvest {
                 follow: found.links,
+                requisites: found.requisites,
                 follow_feeds: false,
                 nofollow: found.nofollow,
                 not_web: found.not_web,

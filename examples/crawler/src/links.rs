@@ -6,19 +6,35 @@
 //! thousands of non-pages. `<base href>` changes how relative links resolve, and
 //! `rel="nofollow"` (on the link or in `<meta name="robots">`) is honoured when asked.
 //!
-//! When a mirror is written, the same pass rewrites each followed link to the relative path of
-//! its local copy (document 002's rewriting), other web links to absolute URLs, and drops
-//! `<base href>` so the relative paths resolve against the local file.
+//! **Requisites** are what a page needs to be shown, fetched for the offline copy like
+//! `wget -p`: `img` `src` and `srcset`, `source` `src` and `srcset`, `script src`,
+//! `input type=image`, `video poster`, stylesheets and icons (`link rel=stylesheet`, `icon`,
+//! `apple-touch-icon`, `preload`), `url(...)` in `style` attributes and `<style>` elements, and
+//! the same inside `<noscript>` (whose content the parser sees as text).
+//!
+//! When a mirror is written, the same pass rewrites each followed link and requisite to the
+//! relative path of its local copy (document 002's rewriting, wget's `-k`), other web links to
+//! absolute URLs, and drops `<base href>` so the relative paths resolve against the local file.
 
 use std::cell::RefCell;
 
-use lol_html::{HtmlRewriter, Settings, element};
+use lol_html::html_content::{ContentType, Element};
+use lol_html::{HtmlRewriter, Settings, element, text};
 use url::Url;
 
 use crate::budget::{self, Cut, Links, ParseBudget};
 
+/// What a reference in a page is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkKind {
+    /// A link to another document, followed by the crawl.
+    Page,
+    /// Something the page needs to be shown (image, script, stylesheet, font, icon).
+    Requisite,
+}
+
 /// Maps an absolute link to the relative path of its mirrored copy, `None` when not mirrored.
-pub(crate) type Rewrite<'a> = &'a dyn Fn(&Url) -> Option<String>;
+pub(crate) type Rewrite<'a> = &'a dyn Fn(&Url, LinkKind) -> Option<String>;
 
 /// What to do with the links of a page.
 pub(crate) struct ExtractOptions<'a> {
@@ -38,6 +54,8 @@ pub(crate) struct Extracted {
     /// Absolute http(s) links in document order (duplicates included: deduplication is the
     /// done set's job).
     pub(crate) links: Vec<Url>,
+    /// Absolute http(s) requisites in document order.
+    pub(crate) requisites: Vec<Url>,
     /// Links left out because of `nofollow`.
     pub(crate) nofollow: usize,
     /// Links that are no http(s) URL (`mailto:`, `javascript:`, `tel:`, unparsable).
@@ -82,10 +100,9 @@ pub(crate) fn extract(
     let mut output = Vec::with_capacity(output_cap);
     let mut rewrite_dropped = false;
 
-    let link = |el: &mut lol_html::html_content::Element<'_, '_>, attr: &str| {
-        let Some(raw) = el.get_attribute(attr) else {
-            return Ok(());
-        };
+    // Resolves one reference against the page (or its `<base>`), records it, and returns what
+    // it becomes in the mirror (`None`: not a web URL, left as it is).
+    let take = |raw: &str, kind: LinkKind, nofollow: bool| -> Option<String> {
         let mut p = pass.borrow_mut();
         let resolved = p.base.as_ref().unwrap_or(page).join(raw.trim());
         let Some(target) = resolved
@@ -93,6 +110,20 @@ pub(crate) fn extract(
             .filter(|t| matches!(t.scheme(), "http" | "https"))
         else {
             p.not_web += 1;
+            return None;
+        };
+        let new = opts
+            .rewrite
+            .map(|rewrite| rewrite(&target, kind).unwrap_or_else(|| target.to_string()));
+        match kind {
+            LinkKind::Page if nofollow => p.nofollow += 1,
+            LinkKind::Page => p.links.push(target),
+            LinkKind::Requisite => p.links.push_requisite(target),
+        }
+        new
+    };
+    let link = |el: &mut Element<'_, '_>, attr: &str, kind: LinkKind| {
+        let Some(raw) = el.get_attribute(attr) else {
             return Ok(());
         };
         let nofollow = opts.respect_nofollow
@@ -100,17 +131,39 @@ pub(crate) fn extract(
                 rel.split_ascii_whitespace()
                     .any(|t| t.eq_ignore_ascii_case("nofollow"))
             });
-        if let Some(rewrite) = opts.rewrite {
-            let new = rewrite(&target).unwrap_or_else(|| target.to_string());
+        if let Some(new) = take(&raw, kind, nofollow) {
             el.set_attribute(attr, &new)?;
-        }
-        if nofollow {
-            p.nofollow += 1;
-        } else {
-            p.links.push(target);
         }
         Ok(())
     };
+    let srcset = |el: &mut Element<'_, '_>| {
+        let Some(raw) = el.get_attribute("srcset") else {
+            return Ok(());
+        };
+        let rewritten = rewrite_srcset(&raw, |url| take(url, LinkKind::Requisite, false));
+        if rewriting {
+            el.set_attribute("srcset", &rewritten)?;
+        }
+        Ok(())
+    };
+    let inline_css = |css: &str| -> String {
+        crate::css::rewrite(css, |url| take(url, LinkKind::Requisite, false)).0
+    };
+    let style_attr = |el: &mut Element<'_, '_>| {
+        let Some(raw) = el.get_attribute("style") else {
+            return Ok(());
+        };
+        let rewritten = inline_css(&raw);
+        if rewriting && rewritten != raw {
+            el.set_attribute("style", &rewritten)?;
+        }
+        Ok(())
+    };
+    // `<style>` and `<noscript>` content arrives as text, possibly in several chunks: it is
+    // gathered, read whole at the last chunk, and (when rewriting) put back in its place.
+    let style_text = RefCell::new(String::new());
+    let noscript_text = RefCell::new(String::new());
+    let nested = RefCell::new(Vec::<Extracted>::new());
 
     let rewriter = HtmlRewriter::new(
         Settings::new()
@@ -138,12 +191,68 @@ pub(crate) fn extract(
                 }
                 Ok(())
             }))
-            .append_element_content_handler(element!("a[href], area[href], link[href]", |el| link(
-                el, "href"
+            .append_element_content_handler(element!("a[href], area[href]", |el| link(
+                el,
+                "href",
+                LinkKind::Page
             )))
+            .append_element_content_handler(element!("link[href]", |el| {
+                let kind = link_rel_kind(el.get_attribute("rel").as_deref().unwrap_or(""));
+                link(el, "href", kind)
+            }))
             .append_element_content_handler(element!("frame[src], iframe[src]", |el| link(
-                el, "src"
-            ))),
+                el,
+                "src",
+                LinkKind::Page
+            )))
+            .append_element_content_handler(element!(
+                "img[src], script[src], source[src], input[type=image i][src], embed[src]",
+                |el| link(el, "src", LinkKind::Requisite)
+            ))
+            .append_element_content_handler(element!("video[poster]", |el| link(
+                el,
+                "poster",
+                LinkKind::Requisite
+            )))
+            .append_element_content_handler(element!("img[srcset], source[srcset]", |el| srcset(
+                el
+            )))
+            .append_element_content_handler(element!("[style]", |el| style_attr(el)))
+            .append_element_content_handler(text!("style", |chunk| {
+                style_text.borrow_mut().push_str(chunk.as_str());
+                if !chunk.last_in_text_node() {
+                    if rewriting {
+                        chunk.remove();
+                    }
+                    return Ok(());
+                }
+                let css = std::mem::take(&mut *style_text.borrow_mut());
+                let rewritten = inline_css(&css);
+                if rewriting {
+                    chunk.replace(&rewritten, ContentType::Html);
+                }
+                Ok(())
+            }))
+            .append_element_content_handler(text!("noscript", |chunk| {
+                noscript_text.borrow_mut().push_str(chunk.as_str());
+                if !chunk.last_in_text_node() {
+                    if rewriting {
+                        chunk.remove();
+                    }
+                    return Ok(());
+                }
+                let fragment = std::mem::take(&mut *noscript_text.borrow_mut());
+                let base = pass.borrow().base.clone();
+                let inner = extract(fragment.as_bytes(), base.as_ref().unwrap_or(page), opts)?;
+                if rewriting {
+                    let text = inner.rewritten.as_deref().map_or(fragment.as_str(), |r| {
+                        std::str::from_utf8(r).unwrap_or(&fragment)
+                    });
+                    chunk.replace(text, ContentType::Html);
+                }
+                nested.borrow_mut().push(inner);
+                Ok(())
+            })),
         |chunk: &[u8]| {
             if !rewriting || rewrite_dropped {
                 return;
@@ -170,6 +279,12 @@ pub(crate) fn extract(
     }
 
     let mut p = pass.into_inner();
+    for inner in nested.into_inner() {
+        p.links.kept.extend(inner.links);
+        p.links.requisites.extend(inner.requisites);
+        p.nofollow += inner.nofollow;
+        p.not_web += inner.not_web;
+    }
     if opts.respect_nofollow && p.page_nofollow {
         p.nofollow += p.links.kept.len();
         p.links.kept.clear();
@@ -181,11 +296,59 @@ pub(crate) fn extract(
     };
     Ok(Extracted {
         links: p.links.kept,
+        requisites: p.links.requisites,
         nofollow: p.nofollow,
         not_web: p.not_web,
         rewritten: (rewriting && !rewrite_dropped).then_some(output),
         cut: cut.into_option(),
     })
+}
+
+/// Whether a `<link>` with this `rel` is a requisite (a stylesheet, an icon, a preloaded
+/// resource) or a link to another document (`alternate`, `next`, `canonical`, ...).
+fn link_rel_kind(rel: &str) -> LinkKind {
+    let requisite = rel.split_ascii_whitespace().any(|t| {
+        [
+            "stylesheet",
+            "icon",
+            "apple-touch-icon",
+            "apple-touch-icon-precomposed",
+            "mask-icon",
+            "preload",
+            "modulepreload",
+        ]
+        .iter()
+        .any(|r| t.eq_ignore_ascii_case(r))
+    });
+    if requisite {
+        LinkKind::Requisite
+    } else {
+        LinkKind::Page
+    }
+}
+
+/// A `srcset` value with each candidate's URL replaced by what `map` returns for it (kept
+/// when `None`); `map` sees every URL. Candidates are `url [descriptor]`, separated by commas.
+fn rewrite_srcset(srcset: &str, mut map: impl FnMut(&str) -> Option<String>) -> String {
+    srcset
+        .split(',')
+        .map(|candidate| {
+            let trimmed = candidate.trim();
+            let (url, descriptor) = trimmed
+                .split_once(char::is_whitespace)
+                .map_or((trimmed, ""), |(u, d)| (u, d.trim()));
+            if url.is_empty() {
+                return candidate.to_owned();
+            }
+            let url = map(url).unwrap_or_else(|| url.to_owned());
+            if descriptor.is_empty() {
+                url
+            } else {
+                format!("{url} {descriptor}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -218,11 +381,73 @@ mod tests {
             [
                 "http://h/dir/a",
                 "http://h/b",
-                "http://h/dir/c.css",
                 "http://h/dir/f",
                 "http://other/i"
             ]
         );
+    }
+
+    fn requisites(html: &str) -> (Vec<String>, String) {
+        let page = Url::parse("http://h/dir/page").unwrap();
+        let local = |u: &Url, kind: LinkKind| {
+            let tag = if kind == LinkKind::Requisite {
+                "R"
+            } else {
+                "P"
+            };
+            Some(format!("{tag}:{}", u.path()))
+        };
+        let opts = ExtractOptions {
+            budget: ParseBudget::new(1 << 20),
+            respect_nofollow: false,
+            rewrite: Some(&local),
+        };
+        let found = extract(html.as_bytes(), &page, &opts).unwrap();
+        let urls = found.requisites.iter().map(Url::to_string).collect();
+        (urls, String::from_utf8(found.rewritten.unwrap()).unwrap())
+    }
+
+    #[test]
+    fn requisites_are_found_and_rewritten_everywhere_a_page_uses_them() {
+        let html = concat!(
+            r#"<link rel="stylesheet" href="/s/site.css"><link rel="icon" href="/favicon.ico">"#,
+            r#"<link rel="alternate" href="/feed.xml"><script src="app.js"></script>"#,
+            r#"<img src="a.png" srcset="a-2x.png 2x, /img/a-3x.png 3x">"#,
+            r#"<picture><source srcset="b.webp"></picture>"#,
+            r#"<div style="background: url('bg.png')">x</div>"#,
+            r#"<style>.x { background: url(/img/x.png) } @import "print.css";</style>"#,
+            r#"<noscript><link rel="stylesheet" href="/s/noscript.css"><img src="n.gif"></noscript>"#,
+        );
+        let (urls, copy) = requisites(html);
+        assert_eq!(
+            urls,
+            [
+                "http://h/s/site.css",
+                "http://h/favicon.ico",
+                "http://h/dir/app.js",
+                "http://h/dir/a.png",
+                "http://h/dir/a-2x.png",
+                "http://h/img/a-3x.png",
+                "http://h/dir/b.webp",
+                "http://h/dir/bg.png",
+                "http://h/img/x.png",
+                "http://h/dir/print.css",
+                "http://h/s/noscript.css",
+                "http://h/dir/n.gif",
+            ]
+        );
+        for expected in [
+            r#"href="R:/s/site.css""#,
+            r#"href="P:/feed.xml""#,
+            r#"src="R:/dir/app.js""#,
+            r#"srcset="R:/dir/a-2x.png 2x, R:/img/a-3x.png 3x""#,
+            r#"url('R:/dir/bg.png')"#,
+            "url(R:/img/x.png)",
+            r#"@import "R:/dir/print.css""#,
+            r#"<noscript><link rel="stylesheet" href="R:/s/noscript.css"><img src="R:/dir/n.gif"></noscript>"#,
+        ] {
+            assert!(copy.contains(expected), "{expected} not in {copy}");
+        }
     }
 
     #[test]
@@ -243,8 +468,10 @@ mod tests {
     #[test]
     fn rewriting_points_links_at_local_copies() {
         let page = Url::parse("http://h/dir/page").unwrap();
-        let local =
-            |u: &Url| (u.host_str() == Some("h")).then(|| crate::mirror::relative(&page, u));
+        let local = |u: &Url, _: LinkKind| {
+            (u.host_str() == Some("h"))
+                .then(|| crate::mirror::relative_as((&page, LinkKind::Page), (u, LinkKind::Page)))
+        };
         let opts = ExtractOptions {
             budget: ParseBudget::new(1 << 20),
             respect_nofollow: false,
@@ -265,7 +492,8 @@ mod tests {
         let mut html = String::from("<a href=\"first\">f</a>");
         html.push_str(&"<div>".repeat(200_000));
         html.push_str("<a href=\"last\">l</a>");
-        let local = |u: &Url| Some(format!("local-{}", u.path().rsplit('/').next().unwrap()));
+        let local =
+            |u: &Url, _: LinkKind| Some(format!("local-{}", u.path().rsplit('/').next().unwrap()));
         let opts = ExtractOptions {
             budget: ParseBudget::new(1 << 20),
             respect_nofollow: false,

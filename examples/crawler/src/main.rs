@@ -60,6 +60,7 @@ mod checkpoint;
 mod clip;
 mod content_coding;
 mod crawl;
+mod css;
 mod demo;
 mod done;
 mod error;

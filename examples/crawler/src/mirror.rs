@@ -4,19 +4,23 @@
 //! `_XX` escapes, so every mirrored link is a plain relative path that needs no
 //! percent-encoding and cannot climb out of the mirror. A name without an extension gets
 //! `.html` and a directory URL gets `index.html`, so a browser opens the files as pages (wget's
-//! `-E`). A query becomes a hash in the name, since the file system has no query.
+//! `-E`); a requisite (image, script, stylesheet) keeps its name as it is, since a browser
+//! takes its type from the page that uses it. A query becomes a hash in the name, since the file
+//! system has no query.
 
 use std::path::PathBuf;
 
 use url::Url;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::links::LinkKind;
+
 /// Longest escaped name kept whole; longer ones are cut and suffixed with a hash, well below
 /// the 255-byte limit of common file systems.
 const MAX_NAME: usize = 160;
 
-/// The path components of `url` inside the mirror (host first).
-pub(crate) fn components(url: &Url) -> Vec<String> {
+/// The path components of `url` inside the mirror, as a page or as a requisite.
+pub(crate) fn components_as(url: &Url, kind: LinkKind) -> Vec<String> {
     let mut host = escape(url.host_str().unwrap_or("no-host"));
     if let Some(port) = url.port() {
         // `+` is escaped everywhere else, so this suffix cannot collide with a host name.
@@ -39,7 +43,7 @@ pub(crate) fn components(url: &Url) -> Vec<String> {
     }));
     let mut name = if last.is_empty() {
         "index.html".to_owned()
-    } else if last.contains('.') {
+    } else if last.contains('.') || kind == LinkKind::Requisite {
         escape(last)
     } else {
         format!("{}.html", escape(last))
@@ -53,15 +57,21 @@ pub(crate) fn components(url: &Url) -> Vec<String> {
     parts
 }
 
-/// The file of `url` under the mirror root.
+/// The file of the page `url` under the mirror root.
 pub(crate) fn path(url: &Url) -> PathBuf {
-    components(url).iter().collect()
+    path_as(url, LinkKind::Page)
 }
 
-/// The relative link from the mirrored page `from` to the mirrored page `to`.
-pub(crate) fn relative(from: &Url, to: &Url) -> String {
-    let a = components(from);
-    let b = components(to);
+/// The file of `url` under the mirror root, as a page or as a requisite.
+pub(crate) fn path_as(url: &Url, kind: LinkKind) -> PathBuf {
+    components_as(url, kind).iter().collect()
+}
+
+/// The relative link from the mirrored file of `from` to the mirrored file of `to`, each a
+/// page or a requisite.
+pub(crate) fn relative_as(from: (&Url, LinkKind), to: (&Url, LinkKind)) -> String {
+    let a = components_as(from.0, from.1);
+    let b = components_as(to.0, to.1);
     let a_dirs = &a[..a.len() - 1];
     let common = a_dirs.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let mut out = "../".repeat(a_dirs.len() - common);
@@ -94,6 +104,10 @@ fn escape(raw: &str) -> String {
 mod tests {
     use super::*;
 
+    fn relative(from: &Url, to: &Url) -> String {
+        relative_as((from, LinkKind::Page), (to, LinkKind::Page))
+    }
+
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap()
     }
@@ -117,6 +131,33 @@ mod tests {
     }
 
     #[test]
+    fn requisites_keep_their_names() {
+        let img = u("http://h/img/logo");
+        assert_eq!(
+            path_as(&img, LinkKind::Requisite),
+            PathBuf::from("h/img/logo")
+        );
+        assert_eq!(path(&img), PathBuf::from("h/img/logo.html"));
+        let css = u("http://h/static/site.css?v=3");
+        let css_path = path_as(&css, LinkKind::Requisite);
+        assert!(css_path.to_str().unwrap().ends_with(".css"), "{css_path:?}");
+        assert_eq!(
+            relative_as(
+                (&u("http://h/docs/a"), LinkKind::Page),
+                (&img, LinkKind::Requisite)
+            ),
+            "../img/logo"
+        );
+        assert_eq!(
+            relative_as(
+                (&u("http://h/static/site.css"), LinkKind::Requisite),
+                (&u("http://h/static/fonts/a.woff2"), LinkKind::Requisite)
+            ),
+            "fonts/a.woff2"
+        );
+    }
+
+    #[test]
     fn relative_links() {
         assert_eq!(relative(&u("http://h/a/b"), &u("http://h/a/c")), "c.html");
         assert_eq!(
@@ -137,7 +178,7 @@ mod tests {
         #[test]
         fn names_never_escape_the_mirror(path in "(/[a-zA-Z0-9%._~ -]{0,12}){1,5}") {
             let url = Url::parse(&format!("http://h.example{path}")).unwrap();
-            for part in components(&url) {
+            for part in components_as(&url, LinkKind::Page) {
                 proptest::prop_assert!(!part.is_empty() && !part.starts_with('.'));
                 proptest::prop_assert!(part.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~-+".contains(&b)));
             }

@@ -144,6 +144,11 @@ pub(crate) struct Options {
     #[arg(long)]
     pub(crate) no_mirror: bool,
 
+    /// Do not fetch page requisites (images, scripts, stylesheets and what they use, icons),
+    /// which are otherwise fetched for the mirror and the WARC like `wget -p`.
+    #[arg(long)]
+    pub(crate) no_requisites: bool,
+
     /// URLs the done-set filter is sized for.
     #[arg(long, default_value_t = 1_000_000)]
     pub(crate) expected_urls: u64,
@@ -236,6 +241,8 @@ pub(crate) struct CrawlConfig {
     pub(crate) max_decoded: u64,
     pub(crate) warc: bool,
     pub(crate) mirror: bool,
+    /// Fetch page requisites (only when a mirror or a WARC file is written).
+    pub(crate) requisites: bool,
     pub(crate) filter: FilterSize,
     pub(crate) checkpoint_every: Duration,
     pub(crate) progress: bool,
@@ -365,6 +372,8 @@ impl Options {
             max_decoded: self.max_decoded,
             warc: !self.no_warc,
             mirror: !self.no_mirror,
+            // Requisites serve the mirror and the WARC file; with neither, nothing would keep them.
+            requisites: !self.no_requisites && (!self.no_warc || !self.no_mirror),
             filter: FilterSize {
                 similar: self.similar,
                 expected_urls: self.expected_urls,

@@ -12,6 +12,7 @@ use crate::crawl::Shared;
 use crate::fetch::{BodyLimit, Exchange};
 use crate::frontier::{Job, JobKind};
 use crate::kernel::{Kernel, Response};
+use crate::links::{LinkKind, Rewrite};
 use crate::mirror;
 use crate::options::CrawlConfig;
 use crate::records::Records;
@@ -98,6 +99,10 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
                     JobKind::Page => {
                         read_page(&shared, &url, &job, &exchange, &body, &mut candidates)
                     }
+                    JobKind::Requisite => (
+                        read_requisite(&shared, &url, &job, &exchange, &body, &mut candidates),
+                        None,
+                    ),
                     JobKind::Sitemap => {
                         // Listed as a sitemap: read as one whatever its declared type.
                         let response = Response::new(&url, "application/xml", &body);
@@ -110,8 +115,13 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
                 if let Some(cut) = cut {
                     problem = Some((SkipReason::ParseLimit, cut.to_string()));
                 }
-                if config.mirror && job.kind == JobKind::Page {
-                    let path = config.out.join("mirror").join(mirror::path(&url));
+                let as_kind = match job.kind {
+                    JobKind::Page => Some(LinkKind::Page),
+                    JobKind::Requisite => Some(LinkKind::Requisite),
+                    JobKind::Sitemap => None,
+                };
+                if let (true, Some(kind)) = (config.mirror, as_kind) {
+                    let path = config.out.join("mirror").join(mirror::path_as(&url, kind));
                     let data = stored.as_deref().unwrap_or(&body);
                     if let Err(e) = write_file(&path, data) {
                         shared.fail(crate::error::CrawlError::io("writing mirror file", &path)(
@@ -145,20 +155,9 @@ fn read_page(
         return (None, None);
     };
     let config = &shared.config;
-    let local = |target: &Url| {
-        let canonical = shared.canon.canonicalize(target).ok()?;
-        config.scope.contains(&canonical).then(|| {
-            let mut rel = mirror::relative(url, &canonical);
-            if let Some(f) = target.fragment() {
-                rel.push('#');
-                rel.push_str(f);
-            }
-            rel
-        })
-    };
-    let rewrite = config
-        .mirror
-        .then_some(&local as &dyn Fn(&Url) -> Option<String>);
+    let local =
+        |target: &Url, kind: LinkKind| local_path(shared, (url, LinkKind::Page), target, kind);
+    let rewrite = config.mirror.then_some(&local as Rewrite<'_>);
     let harvest = kernel.read(&response, rewrite);
     shared.count_unfollowed(harvest.nofollow as u64, harvest.not_web as u64);
     push_links(
@@ -167,7 +166,80 @@ fn read_page(
         harvest.follow_feeds,
         job.depth + 1,
     );
+    if config.requisites {
+        // A page's requisites stand at its own depth: the page is shown whole even at the
+        // depth limit.
+        push_requisites(candidates, harvest.requisites, job.depth);
+    }
     (harvest.stored, harvest.cut)
+}
+
+/// Reads a fetched requisite: a stylesheet's own references (`url(...)`, `@import`) are
+/// requisites too, rewritten to their local copies when mirroring; anything else is stored as
+/// it is. Returns the rewritten stylesheet.
+fn read_requisite(
+    shared: &Shared,
+    url: &Url,
+    job: &Job,
+    exchange: &Exchange,
+    body: &[u8],
+    candidates: &mut Vec<Candidate>,
+) -> Option<Vec<u8>> {
+    let ct = exchange
+        .header(header::CONTENT_TYPE)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let is_css = ct.starts_with("text/css") || (ct.is_empty() && url.path().ends_with(".css"));
+    let css = is_css.then(|| std::str::from_utf8(body).ok()).flatten()?;
+    let mut found = Vec::new();
+    let (rewritten, _) = crate::css::rewrite(css, |reference| {
+        let target = url.join(reference.trim()).ok()?;
+        if !matches!(target.scheme(), "http" | "https") {
+            return None;
+        }
+        let local = shared.config.mirror.then(|| {
+            local_path(
+                shared,
+                (url, LinkKind::Requisite),
+                &target,
+                LinkKind::Requisite,
+            )
+        });
+        found.push(target);
+        local.flatten()
+    });
+    push_requisites(candidates, found, job.depth);
+    shared.config.mirror.then(|| rewritten.into_bytes())
+}
+
+/// The relative path from the mirrored file of `from` to the local copy of `target` (a page
+/// or a requisite), with the target's fragment; `None` when `target` is not mirrored (outside
+/// the crawl's scope, or without a canonical form).
+fn local_path(
+    shared: &Shared,
+    from: (&Url, LinkKind),
+    target: &Url,
+    kind: LinkKind,
+) -> Option<String> {
+    let canonical = shared.canon.canonicalize(target).ok()?;
+    shared.config.scope.contains(&canonical).then(|| {
+        let mut rel = mirror::relative_as(from, (&canonical, kind));
+        if let Some(f) = target.fragment() {
+            rel.push('#');
+            rel.push_str(f);
+        }
+        rel
+    })
+}
+
+/// Adds `urls` as requisite candidates at `depth`.
+fn push_requisites(out: &mut Vec<Candidate>, urls: Vec<Url>, depth: u32) {
+    out.extend(urls.into_iter().map(|url| Candidate {
+        url,
+        depth,
+        hops: 0,
+        kind: JobKind::Requisite,
+    }));
 }
 
 /// Adds `links` as candidates at `depth`: sitemaps or feeds when the document said its links
@@ -251,7 +323,11 @@ pub(crate) fn vet_all(
             records.stats.canonicalized += 1;
         }
         let job = Job::new(url.as_str(), c.depth, c.hops, c.kind);
-        let lineage = from.and_then(|page| Lineage::of(page, &job.url));
+        // Requisites are not links of the page's template: they never count against a
+        // template budget.
+        let lineage = from
+            .filter(|_| c.kind != JobKind::Requisite)
+            .and_then(|page| Lineage::of(page, &job.url));
         jobs.push((job, lineage));
     }
     Ok(jobs)

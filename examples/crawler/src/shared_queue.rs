@@ -912,9 +912,7 @@ pub(crate) fn is_reset(e: &CrawlError) -> bool {
 /// A connection of this process's own for the crawl's plain keys (stop flag, periods, known
 /// pages, template counts, log stream); the frontier and the done set keep theirs.
 async fn connect(redis: &str) -> Result<ConnectionManager, CrawlError> {
-    Ok(redis::Client::open(redis)?
-        .get_connection_manager()
-        .await?)
+    Ok(redis::Client::open(redis)?.get_connection_manager().await?)
 }
 
 /// The crawl's hash key: drawn by the first process, read by the others.

@@ -181,3 +181,120 @@ fn redirects_are_bounded_in_both_modes() {
         }
     });
 }
+
+/// A small documentation site with everything a page uses to be shown: stylesheets (one
+/// inside `<noscript>`, one imported by another), a script, images in `src` and `srcset`, an
+/// icon, a font and a background image referenced from CSS.
+fn styled_site() -> Site {
+    Site::start(|target, _| {
+        let page = |title: &str, next: &str| {
+            Reply::html(format!(
+                r#"<!doctype html><html><head><title>{title}</title>
+                <link rel="stylesheet" href="/static/site.css"><link rel="icon" href="/favicon.ico">
+                <script src="/static/app.js"></script>
+                <noscript><link rel="stylesheet" href="/static/noscript.css"></noscript>
+                <style>.hero {{ background: url(/img/hero.jpg) }}</style></head>
+                <body><img src="/img/logo.png" srcset="/img/logo@2x.png 2x">
+                <a href="{next}">next</a></body></html>"#
+            ))
+        };
+        match target {
+            "/" => page("home", "/docs/intro"),
+            "/docs/intro" => page("intro", "/"),
+            "/static/site.css" => Reply::new(
+                200,
+                "text/css",
+                br#"@import "theme.css"; body { font-family: x; } @font-face { src: url(fonts/x.woff2) }"#
+                    .to_vec(),
+            ),
+            "/static/theme.css" => Reply::new(200, "text/css", b"h1 { background: url('../img/bg.png') }".to_vec()),
+            "/static/noscript.css" => Reply::new(200, "text/css", b".js { display: none }".to_vec()),
+            "/static/app.js" => Reply::new(200, "application/javascript", b"console.log(1)".to_vec()),
+            "/static/fonts/x.woff2" => Reply::new(200, "font/woff2", b"wOF2".to_vec()),
+            "/favicon.ico" => Reply::new(200, "image/x-icon", b"ico".to_vec()),
+            "/img/logo.png" | "/img/logo@2x.png" | "/img/hero.jpg" | "/img/bg.png" => {
+                Reply::new(200, "image/png", b"\x89PNG".to_vec())
+            }
+            _ => Reply::not_found(),
+        }
+    })
+}
+
+/// Every relative reference of the mirror's HTML and CSS files, with the file it is in.
+fn local_references(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let mut refs = Vec::new();
+            for attr in ["href=\"", "src=\"", "srcset=\""] {
+                for value in text.split(attr).skip(1) {
+                    let value = value.split('"').next().unwrap();
+                    refs.extend(
+                        value
+                            .split(',')
+                            .map(|c| c.split_whitespace().next().unwrap_or("").to_owned()),
+                    );
+                }
+            }
+            for value in text.split("url(").skip(1) {
+                let value = value
+                    .split(')')
+                    .next()
+                    .unwrap()
+                    .trim_matches(['\'', '"', ' ']);
+                refs.push(value.to_owned());
+            }
+            for value in text.split("@import \"").skip(1) {
+                refs.push(value.split('"').next().unwrap().to_owned());
+            }
+            for r in refs {
+                if !r.is_empty() && !r.contains("://") {
+                    found.push((path.clone(), r.split('#').next().unwrap().to_owned()));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_mirror_is_an_offline_copy_with_every_requisite_in_both_modes() {
+    in_both_modes("offline_copy", styled_site, |mode, site| {
+        let (_tmp, out) = temp_out();
+        crawl(mode, &out, &site.url("/"), &["--ignore-robots"]);
+        for path in [
+            "/static/site.css",
+            "/static/theme.css",
+            "/static/noscript.css",
+            "/static/app.js",
+            "/static/fonts/x.woff2",
+            "/favicon.ico",
+            "/img/logo.png",
+            "/img/logo@2x.png",
+            "/img/hero.jpg",
+            "/img/bg.png",
+        ] {
+            assert_eq!(site.hit(path), 1, "{mode:?} {path}");
+        }
+        let refs = local_references(&out.join("mirror"));
+        assert_eq!(refs.len(), 19, "{mode:?}: {refs:?}");
+        for (file, r) in refs {
+            assert!(
+                file.parent().unwrap().join(&r).is_file(),
+                "{mode:?}: {} refers to missing {r}",
+                file.display()
+            );
+        }
+        // The requisites are archived too.
+        assert_eq!(warc_responses(&out).len(), 12, "{mode:?}");
+    });
+}
