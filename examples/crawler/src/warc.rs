@@ -1,4 +1,10 @@
-//! WARC/1.1 output: a `warcinfo` record, then a `request` and a `response` record per fetch.
+//! WARC/1.1 output: a `warcinfo` record, then a `request` and a `response` record per fetch, or
+//! a `request` and a `revisit` record (profile `server-not-modified`) for a 304 answer to a
+//! conditional revisit (`--every`).
+//!
+//! Every record carries `WARC-Block-Digest`, and every response `WARC-Payload-Digest` (the
+//! body as received, content coding included), both `sha1:` and the SHA-1 in base32, as
+//! Heritrix and wget write them, so any WARC tool can check the file.
 //!
 //! One uncompressed file per output directory (`crawl.warc`). Records are appended and flushed
 //! as each page is committed, and the committed length is journaled, so after a crash the file
@@ -79,16 +85,33 @@ impl WarcWriter {
             &req_extra,
         )?;
         let head = x.response_head();
-        if x.truncated {
-            extra.push(("WARC-Truncated", "length".to_owned()));
+        if x.status == reqwest::StatusCode::NOT_MODIFIED {
+            // The page is unchanged since it was archived: a revisit record, no payload.
+            extra.push((
+                "WARC-Profile",
+                "http://netpreserve.org/warc/1.1/revisit/server-not-modified".to_owned(),
+            ));
+            extra.push(("WARC-Refers-To-Target-URI", url.to_owned()));
+            self.record_with_id(
+                &response_id,
+                "revisit",
+                "application/http;msgtype=response",
+                &[&head, &x.body],
+                &extra,
+            )?;
+        } else {
+            if x.truncated {
+                extra.push(("WARC-Truncated", "length".to_owned()));
+            }
+            extra.push(("WARC-Payload-Digest", digest(&[&x.body])));
+            self.record_with_id(
+                &response_id,
+                "response",
+                "application/http;msgtype=response",
+                &[&head, &x.body],
+                &extra,
+            )?;
         }
-        self.record_with_id(
-            &response_id,
-            "response",
-            "application/http;msgtype=response",
-            &[&head, &x.body],
-            &extra,
-        )?;
         self.flush()?;
         Ok(self.offset)
     }
@@ -120,6 +143,7 @@ impl WarcWriter {
         for (name, value) in fields {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
+        head.push_str(&format!("WARC-Block-Digest: {}\r\n", digest(block)));
         head.push_str(&format!(
             "Content-Type: {content_type}\r\nContent-Length: {len}\r\n\r\n"
         ));
@@ -132,6 +156,35 @@ impl WarcWriter {
         self.records += 1;
         Ok(())
     }
+}
+
+/// `sha1:` and the base32 (RFC 4648, no padding: 160 bits are 32 characters) SHA-1 of the
+/// concatenated `parts`: the digest form of Heritrix and wget.
+pub(crate) fn digest(parts: &[&[u8]]) -> String {
+    let mut sha1 = sha1_smol::Sha1::new();
+    for part in parts {
+        sha1.update(part);
+    }
+    format!("sha1:{}", base32(&sha1.digest().bytes()))
+}
+
+/// RFC 4648 base32, upper case, for input whose bit length is a multiple of 5 (a SHA-1).
+fn base32(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
+    let (mut buffer, mut bits) = (0u64, 0u32);
+    for &b in bytes {
+        buffer = (buffer << 8) | u64::from(b);
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            out.push(ALPHABET[((buffer >> bits) & 31) as usize] as char);
+        }
+    }
+    if bits > 0 {
+        out.push(ALPHABET[((buffer << (5 - bits)) & 31) as usize] as char);
+    }
+    out
 }
 
 /// A random (version 4) UUID as a WARC record id.
@@ -189,6 +242,26 @@ mod tests {
             iso8601(UNIX_EPOCH + Duration::from_secs(1_795_000_000)),
             "2026-11-18T11:06:40Z"
         );
+    }
+
+    /// The digest of an empty payload, as it appears in WARC files written by Heritrix and wget
+    /// (SHA-1 da39a3ee5e6b4b0d3255bfef95601890afd80709, RFC 3174's empty message), and the
+    /// RFC 4648 section 10 base32 test vectors.
+    #[test]
+    fn digests_are_base32_sha1() {
+        assert_eq!(digest(&[]), "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ");
+        assert_eq!(digest(&[b"ab", b"c"]), digest(&[b"abc"]));
+        for (input, want) in [
+            ("", ""),
+            ("f", "MY"),
+            ("fo", "MZXQ"),
+            ("foo", "MZXW6"),
+            ("foob", "MZXW6YQ"),
+            ("fooba", "MZXW6YTB"),
+            ("foobar", "MZXW6YTBOI"),
+        ] {
+            assert_eq!(base32(input.as_bytes()), want, "{input}");
+        }
     }
 
     #[test]
