@@ -2,22 +2,66 @@
 //! (links extracted from pages, mostly well formed) skips the parser and every allocation.
 //!
 //! The check is conservative: it answers `true` only for inputs made of a small, plain
-//! subset of URL syntax (lower-case ASCII host that is neither an IP address nor punycode,
-//! no user info, no fragment, no character the parser would encode or map), for which the
-//! full path provably returns the input unchanged. Anything unusual answers `false` and
-//! takes the full path, which is always right. Property tests and the `canonicalize` fuzz
-//! target check that `true` is never wrong.
+//! subset of URL syntax (lower-case ASCII host that is a plain domain or a dotted-decimal
+//! IPv4 address, no user info, no fragment, no character the parser would encode or map),
+//! for which the full path provably returns the input unchanged. Anything unusual answers
+//! `false` and takes the full path, which is always right. Property tests and the
+//! `canonicalize` fuzz target check that `true` is never wrong.
+//!
+//! It runs on every URL a deduplicator sees, so it is written for speed: each byte is
+//! classified by one table lookup, and the loops branch only on the bytes that need a
+//! second look (`/`, `%`, `.`, `;`, upper-case letters).
 
-use crate::percent::{ByteSet, alphanumeric_and, hex_value, is_unreserved};
+use crate::percent::{hex_value, is_unreserved};
 use crate::query::is_clean;
 use crate::{Policy, Rules, TrailingSlash};
 
-/// Bytes a canonical path may hold as they are: unreserved, sub-delims, `:`, `@` (and `/`,
-/// `%`, handled separately). Everything else the parser encodes or treats specially.
-const PATH_BYTES: ByteSet = alphanumeric_and(b"-._~!$&'()*+,;=:@");
-/// The same for a query: `/` and `?` are allowed, `'` is not (the parser encodes it in
-/// special schemes).
-const QUERY_BYTES: ByteSet = alphanumeric_and(b"-._~!$&()*+,;=:@/?");
+/// A host byte that needs no second look: a lower-case letter, a digit or `-`.
+const HOST: u8 = 1;
+/// A path byte the parser leaves alone under every policy: unreserved, sub-delims except `;`,
+/// `:` and `@`. `/`, `%`, `;` and upper-case letters depend on the policy or on their
+/// neighbours and are looked at separately.
+const PATH: u8 = 2;
+/// A query byte the parser leaves alone: unreserved, sub-delims except `'` (encoded in
+/// special schemes), `:`, `@`, `/` and `?`; `%` is looked at separately.
+const QUERY: u8 = 4;
+
+/// The class bits of every byte.
+static CLASS: [u8; 256] = {
+    let mut class = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let (lower, upper, digit) = (
+            c.is_ascii_lowercase(),
+            c.is_ascii_uppercase(),
+            c.is_ascii_digit(),
+        );
+        let mark = matches!(c, b'-' | b'.' | b'_' | b'~');
+        let sub_delim = matches!(
+            c,
+            b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b'=' | b':' | b'@'
+        );
+        if lower || digit || c == b'-' {
+            class[b] |= HOST;
+        }
+        if lower || digit || mark || sub_delim {
+            class[b] |= PATH;
+        }
+        if (lower || upper || digit || mark || sub_delim || matches!(c, b';' | b'/' | b'?'))
+            && c != b'\''
+        {
+            class[b] |= QUERY;
+        }
+        b += 1;
+    }
+    class
+};
+
+#[inline(always)]
+fn is(class: u8, c: u8) -> bool {
+    CLASS[usize::from(c)] & class != 0
+}
 
 /// Whether `input` is canonical under `policy`; `false` means "not proven".
 pub(crate) fn check(input: &str, policy: &Policy) -> bool {
@@ -25,7 +69,7 @@ pub(crate) fn check(input: &str, policy: &Policy) -> bool {
         return false;
     }
     let b = input.as_bytes();
-    let (scheme_https, rest) = if let Some(rest) = b.strip_prefix(b"https://") {
+    let (https, rest) = if let Some(rest) = b.strip_prefix(b"https://") {
         (true, rest)
     } else if let Some(rest) = b.strip_prefix(b"http://") {
         if policy.fold_scheme {
@@ -35,55 +79,51 @@ pub(crate) fn check(input: &str, policy: &Policy) -> bool {
     } else {
         return false;
     };
-    // The authority ends at the first `/`; a `?`, `#` or `\` before it means the path is
-    // missing or the parser would rewrite a backslash.
-    let Some(auth_len) = rest
-        .iter()
-        .position(|&c| matches!(c, b'/' | b'?' | b'#' | b'\\'))
-    else {
+    let Some(rest) = authority(rest, https, policy) else {
         return false;
     };
-    if rest[auth_len] != b'/' || !authority(&rest[..auth_len], scheme_https, policy) {
+    // `rest` starts with the path's `/`.
+    let Some(rest) = path(rest, policy) else {
         return false;
-    }
-    let rest = &rest[auth_len..];
-    let path_len = rest
-        .iter()
-        .position(|&c| matches!(c, b'?' | b'#'))
-        .unwrap_or(rest.len());
-    if !path(&rest[..path_len], policy) {
-        return false;
-    }
-    match rest.get(path_len) {
+    };
+    match rest.split_first() {
         None => true,
-        Some(b'?') => query(&rest[path_len + 1..], policy),
+        Some((b'?', query)) => self::query(query, policy),
         // A fragment: removed by the default policy, and kept ones are rare enough to leave
         // to the full path.
         _ => false,
     }
 }
 
-fn authority(auth: &[u8], https: bool, policy: &Policy) -> bool {
-    let (host, port) = match auth.iter().rposition(|&c| c == b':') {
-        Some(i) => (&auth[..i], Some(&auth[i + 1..])),
-        None => (auth, None),
-    };
-    if let Some(port) = port {
+/// Checks the authority at the start of `rest` (a host and maybe a port, ending at the
+/// path's `/`) and returns what follows it.
+#[inline(always)]
+fn authority<'a>(rest: &'a [u8], https: bool, policy: &Policy) -> Option<&'a [u8]> {
+    let mut i = 0;
+    while i < rest.len() && (is(HOST, rest[i]) || rest[i] == b'.') {
+        i += 1;
+    }
+    let host = &rest[..i];
+    if !(domain(host) || ipv4(host)) || (policy.fold_www && host.starts_with(b"www.")) {
+        return None;
+    }
+    let mut rest = &rest[i..];
+    if let Some(after) = rest.strip_prefix(b":") {
+        let digits = after.iter().take_while(|c| c.is_ascii_digit()).count();
+        let port = &after[..digits];
         let default: &[u8] = if https { b"443" } else { b"80" };
         let valid = !port.is_empty()
             && port.len() <= 5
             && port[0] != b'0'
-            && port.iter().all(u8::is_ascii_digit)
             && port.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')) <= 65_535
             && port != default;
         if !valid {
-            return false;
+            return None;
         }
+        rest = &after[digits..];
     }
-    if policy.fold_www && host.starts_with(b"www.") {
-        return false;
-    }
-    domain(host)
+    // A missing path, user info, a backslash or any other byte ends the fast path.
+    (rest.first() == Some(&b'/')).then_some(rest)
 }
 
 /// A host the WHATWG host parser and UTS 46 leave as they are: lower-case letters, digits,
@@ -94,63 +134,90 @@ fn domain(host: &[u8]) -> bool {
     if host.is_empty() || host.len() > 253 {
         return false;
     }
-    let mut last = &host[..0];
+    let mut last: &[u8] = &[];
     for label in host.split(|&c| c == b'.') {
-        let plain = !label.is_empty()
-            && label
-                .iter()
-                .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-            && label[0] != b'-'
-            && label[label.len() - 1] != b'-'
-            && label.get(2..4) != Some(b"--");
+        // The caller's scan left only lower-case letters, digits, `-` and `.` in `host`.
+        let plain = match label {
+            [] | [b'-', ..] | [.., b'-'] | [_, _, b'-', b'-', ..] => false,
+            _ => label.iter().all(|&c| is(HOST, c)),
+        };
         if !plain {
             return false;
         }
         last = label;
     }
-    !last[0].is_ascii_digit()
+    last.first().is_some_and(|c| !c.is_ascii_digit())
 }
 
-/// A path the parser leaves alone and the policy would not change.
-fn path(path: &[u8], policy: &Policy) -> bool {
-    let mut segment_start = 0;
-    let mut i = 0;
-    while i < path.len() {
-        let c = path[i];
+/// A dotted-decimal IPv4 address as the WHATWG host parser writes one: four decimal numbers
+/// from 0 to 255 without leading zeros (which would make them octal).
+fn ipv4(host: &[u8]) -> bool {
+    let mut parts = 0;
+    for part in host.split(|&c| c == b'.') {
+        parts += 1;
+        let valid = match part {
+            [b'0'] => true,
+            [b'1'..=b'9', rest @ ..] if rest.len() <= 2 => {
+                part.iter().all(u8::is_ascii_digit)
+                    && part.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')) <= 255
+            }
+            _ => false,
+        };
+        if !valid || parts > 4 {
+            return false;
+        }
+    }
+    parts == 4
+}
+
+/// Checks the path at the start of `rest` (from its `/`) and returns what follows it (a query
+/// or a fragment with its `?` or `#`, or nothing).
+#[inline(always)]
+fn path<'a>(rest: &'a [u8], policy: &Policy) -> Option<&'a [u8]> {
+    let (semicolon, upper) = (!policy.remove_session_params, !policy.lowercase_path);
+    // `rest[0]` is `/`; segments start after each `/`.
+    let mut segment_start = 1;
+    let mut i = 1;
+    while i < rest.len() {
+        let c = rest[i];
+        if is(PATH, c) {
+            i += 1;
+            continue;
+        }
         match c {
             b'/' => {
-                if is_dot_segment(&path[segment_start..i]) {
-                    return false;
+                if is_dot_segment(&rest[segment_start..i]) {
+                    return None;
                 }
                 segment_start = i + 1;
             }
             b'%' => {
-                if !canonical_triplet(path, i) {
-                    return false;
+                if !canonical_triplet(rest, i) {
+                    return None;
                 }
                 i += 3;
                 continue;
             }
-            b';' if policy.remove_session_params => return false,
-            b'A'..=b'Z' if policy.lowercase_path => return false,
-            _ if PATH_BYTES[usize::from(c)] => {}
-            _ => return false,
+            b';' if semicolon => {}
+            b'A'..=b'Z' if upper => {}
+            b'?' | b'#' => break,
+            _ => return None,
         }
         i += 1;
     }
-    let last = &path[segment_start..];
-    if is_dot_segment(last) {
-        return false;
-    }
-    match policy.trailing_slash {
-        TrailingSlash::Keep => true,
-        TrailingSlash::Remove => path.len() == 1 || last != b"",
-        TrailingSlash::AddToDirectories => last.is_empty() || last.contains(&b'.'),
-    }
+    let last = &rest[segment_start..i];
+    let path_len = i;
+    let fits = !is_dot_segment(last)
+        && match policy.trailing_slash {
+            TrailingSlash::Keep => true,
+            TrailingSlash::Remove => path_len == 1 || !last.is_empty(),
+            TrailingSlash::AddToDirectories => last.is_empty() || last.contains(&b'.'),
+        };
+    fits.then(|| &rest[i..])
 }
 
 fn is_dot_segment(segment: &[u8]) -> bool {
-    segment == b"." || segment == b".."
+    matches!(segment, [b'.'] | [b'.', b'.'])
 }
 
 /// `%XY` with upper-case hex digits, encoding an octet that must stay encoded.
@@ -175,17 +242,14 @@ fn query(query: &[u8], policy: &Policy) -> bool {
     let mut i = 0;
     while i < query.len() {
         let c = query[i];
-        if c == b'%' {
-            if !canonical_triplet(query, i) {
-                return false;
-            }
-            i += 3;
+        if is(QUERY, c) {
+            i += 1;
             continue;
         }
-        if !QUERY_BYTES[usize::from(c)] {
+        if c != b'%' || !canonical_triplet(query, i) {
             return false;
         }
-        i += 1;
+        i += 3;
     }
     if !policy.edits_query() {
         return true;
@@ -195,4 +259,62 @@ fn query(query: &[u8], policy: &Policy) -> bool {
         return false;
     };
     is_clean(query, policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_classes_are_the_sets_the_parser_leaves_alone() {
+        for c in 0..=255u8 {
+            let path = c.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&c);
+            let query = c.is_ascii_alphanumeric() || b"-._~!$&()*+,;=:@/?".contains(&c);
+            // Upper-case letters and `;` are path bytes looked at apart, by policy.
+            let special = c.is_ascii_uppercase() || c == b';';
+            assert_eq!(is(PATH, c), path && !special, "{c:#x}");
+            assert_eq!(is(QUERY, c), query, "{c:#x}");
+            let host = c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-';
+            assert_eq!(is(HOST, c), host, "{c:#x}");
+        }
+    }
+
+    #[test]
+    fn hosts() {
+        let policy = Policy::default();
+        for (url, fast) in [
+            ("https://127.0.0.1/", true),
+            ("https://192.168.1.42:8080/x", true),
+            ("https://0.0.0.0/", true),
+            ("https://255.255.255.255/", true),
+            ("https://256.1.1.1/", false),
+            ("https://01.1.1.1/", false),
+            ("https://1.1.1/", false),
+            ("https://1.1.1.1.1/", false),
+            ("https://1.1.1.a/", true),
+            ("https://a.b1/", true),
+            ("https://a.1b/", false),
+            ("https://ab--c.example/", false),
+            ("https://xn--bcher-kva.example/", false),
+            ("https://-a.example/", false),
+            ("https://a-.example/", false),
+            ("https://a..example/", false),
+            ("https://user@a.example/", false),
+            ("https://a.example:443/", false),
+            ("https://a.example:0443/", false),
+            ("https://a.example:65536/", false),
+            ("https://a.example:65535/", true),
+            ("https://a.example", false),
+            ("https://a.example?q", false),
+            ("https://a.example\\x", false),
+        ] {
+            assert_eq!(check(url, &policy), fast, "{url}");
+            if fast {
+                let mut slow = String::new();
+                let canon = crate::Canonicalizer::new(policy.clone());
+                canon.canonicalize_slow(url, &mut slow).unwrap();
+                assert_eq!(slow, url);
+            }
+        }
+    }
 }
