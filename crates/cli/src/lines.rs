@@ -1,6 +1,7 @@
-//! Reading lines of unknown quality with bounded memory.
+//! Reading lines of unknown quality with bounded memory: an input is read in blocks of whole
+//! lines, which other threads split and classify.
 
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 
 /// The byte order mark some editors put at the start of a UTF-8 file: not part of the text.
 const BOM: &[u8] = b"\xef\xbb\xbf";
@@ -8,10 +9,11 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 /// One line of input as the deduplicator sees it.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Line<'a> {
-    /// A line's bytes, line ending and surrounding white space removed (Unicode white space
-    /// when the line is UTF-8, ASCII white space otherwise). Not checked to be UTF-8: without
-    /// canonicalization any bytes are a key.
-    Text(&'a [u8]),
+    /// A line of UTF-8 text, line ending and surrounding Unicode white space removed.
+    Text(&'a str),
+    /// A line that is not UTF-8 (text in another encoding), line ending and surrounding ASCII
+    /// white space removed: without canonicalization any bytes are a key.
+    Bytes(&'a [u8]),
     /// Nothing but white space.
     Empty,
     /// Longer than the limit; its bytes past the limit were skipped, not stored.
@@ -21,117 +23,286 @@ pub(crate) enum Line<'a> {
     Control(u8),
 }
 
-/// Splits a reader into lines, never holding more than `max_len` bytes of one line, and
-/// accepting `\n` and `\r\n` endings.
-pub(crate) struct LineReader<R> {
-    inner: BufReader<R>,
+/// Whole lines of one input, in input order.
+#[derive(Debug, Default)]
+pub(crate) struct Block {
+    /// Whole lines, each ended by `\n` except the last line of an input that has no ending.
+    pub(crate) bytes: Vec<u8>,
+    /// A line too long to keep comes after `bytes`: its length, ending excluded. Only its
+    /// first `max_len + 2` bytes were ever held.
+    pub(crate) too_long: Option<usize>,
+    /// No line of the input came before this block's first one that is not too long, so that
+    /// line may open with a byte order mark.
+    pub(crate) at_start: bool,
+    /// Bytes of the input read up to the end of this block, line endings included.
+    pub(crate) consumed: u64,
+    /// The input is a slow stream (a pipe, a terminal) and no whole line is left to read
+    /// without waiting: whoever shows results should show these now.
+    pub(crate) waiting: bool,
+}
+
+impl Block {
+    /// The block's lines, in order, as [`Line`]s of at most `max_len` bytes.
+    pub(crate) fn lines(&self, max_len: usize) -> Lines<'_> {
+        Lines {
+            rest: &self.bytes,
+            too_long: self.too_long,
+            max_len,
+            at_start: self.at_start,
+        }
+    }
+}
+
+/// Iterator over the lines of a [`Block`].
+pub(crate) struct Lines<'a> {
+    rest: &'a [u8],
+    too_long: Option<usize>,
     max_len: usize,
-    buf: Vec<u8>,
-    consumed: u64,
-    /// No line returned yet: the first may start with a byte order mark.
     at_start: bool,
 }
 
-impl<R: Read> LineReader<R> {
-    /// Reads `inner` through a buffer of `capacity` bytes.
-    pub(crate) fn new(inner: R, capacity: usize, max_len: usize) -> Self {
-        Self {
-            inner: BufReader::with_capacity(capacity, inner),
-            max_len,
-            buf: Vec::new(),
-            consumed: 0,
-            at_start: true,
-        }
-    }
+impl<'a> Iterator for Lines<'a> {
+    type Item = Line<'a>;
 
-    /// Bytes read so far, line endings included.
-    pub(crate) fn consumed(&self) -> u64 {
-        self.consumed
+    fn next(&mut self) -> Option<Line<'a>> {
+        match next_line(&mut self.rest) {
+            Some(line) => Some(classify_line(line, self.max_len, &mut self.at_start)),
+            None => self.too_long.take().map(Line::TooLong),
+        }
     }
+}
 
-    /// Whether the next line is already whole in the buffer, so that
-    /// [`next_line`](Self::next_line) returns it without reading from the source. When not,
-    /// `next_line` may wait for a slow producer (a pipe from `tail -f`).
-    pub(crate) fn next_line_is_buffered(&self) -> bool {
-        self.inner.buffer().contains(&b'\n')
+/// Takes the next line off `rest`, without its `\n`.
+fn next_line<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    if rest.is_empty() {
+        return None;
     }
+    let line = match find_newline(rest) {
+        Some(end) => {
+            let line = &rest[..end];
+            *rest = &rest[end + 1..];
+            line
+        }
+        None => std::mem::take(rest),
+    };
+    Some(line)
+}
 
-    /// The next line, or `None` at the end of input.
-    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
-        self.buf.clear();
-        // A line that is not too long fits in `max_len + 2` bytes with its `\r\n`; `read_until`
-        // finds the ending with a vectorized search.
-        let limit = self.max_len as u64 + 2;
-        let read = (&mut self.inner)
-            .take(limit)
-            .read_until(b'\n', &mut self.buf)?;
-        if read == 0 {
-            return Ok(None);
-        }
-        self.consumed += read as u64;
-        let mut total = if self.buf.last() == Some(&b'\n') {
-            self.buf.pop();
-            self.buf.len()
-        } else if (read as u64) < limit {
-            // The last line, without an ending.
-            self.buf.len()
-        } else {
-            read + self.skip_line()?
-        };
-        if self.buf.last() == Some(&b'\r') && total <= self.max_len + 1 {
-            self.buf.pop();
-            total -= 1;
-        }
-        if total > self.max_len {
-            return Ok(Some(Line::TooLong(total)));
-        }
-        let mut line = &self.buf[..];
-        if std::mem::take(&mut self.at_start) {
-            line = line.strip_prefix(BOM).unwrap_or(line);
-        }
-        Ok(Some(classify(line)))
+/// A line's bytes without its `\r\n` or `\n` ending. A line of `max_len + 2` bytes or more was
+/// never held whole (see [`BlockReader`]), so its `\r`, if any, counts towards its length.
+fn without_cr(line: &[u8], max_len: usize) -> &[u8] {
+    match line.strip_suffix(b"\r") {
+        Some(without) if line.len() <= max_len.saturating_add(1) => without,
+        _ => line,
     }
+}
 
-    /// Skips the rest of a line that is too long, without storing it, and consumes its ending;
-    /// returns the number of bytes skipped, the ending excluded.
-    fn skip_line(&mut self) -> io::Result<usize> {
-        let mut skipped = 0;
-        loop {
-            let chunk = match self.inner.fill_buf() {
-                Ok(c) => c,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if chunk.is_empty() {
-                return Ok(skipped);
-            }
-            let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
-                Some(i) => (i, true),
-                None => (chunk.len(), false),
-            };
-            skipped += part;
-            let used = part + usize::from(done);
-            self.inner.consume(used);
-            self.consumed += used as u64;
-            if done {
-                return Ok(skipped);
-            }
-        }
+/// What a line is, given its bytes without the `\n` ending: past `max_len` it is too long, and
+/// while `at_start` is set the first line that is not loses a byte order mark (and clears it).
+fn classify_line<'a>(line: &'a [u8], max_len: usize, at_start: &mut bool) -> Line<'a> {
+    let mut line = without_cr(line, max_len);
+    if line.len() > max_len {
+        return Line::TooLong(line.len());
     }
+    if std::mem::take(at_start) {
+        line = line.strip_prefix(BOM).unwrap_or(line);
+    }
+    classify(line)
 }
 
 /// What a line without its ending is.
 fn classify(line: &[u8]) -> Line<'_> {
-    let trimmed = match std::str::from_utf8(line) {
-        Ok(s) => s.trim().as_bytes(),
-        Err(_) => line.trim_ascii(),
+    let (trimmed, text) = match std::str::from_utf8(line) {
+        Ok(s) => (s.trim().as_bytes(), Some(s.trim())),
+        Err(_) => (line.trim_ascii(), None),
     };
     if trimmed.is_empty() {
         return Line::Empty;
     }
-    match trimmed.iter().find(|&&b| b == 0 || b == b'\r') {
-        Some(&b) => Line::Control(b),
-        None => Line::Text(trimmed),
+    match (trimmed.iter().find(|&&b| b == 0 || b == b'\r'), text) {
+        (Some(&b), _) => Line::Control(b),
+        (None, Some(text)) => Line::Text(text),
+        (None, None) => Line::Bytes(trimmed),
+    }
+}
+
+/// The index of the first `\n` in `bytes`, eight bytes at a time.
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let (words, tail) = bytes.as_chunks::<8>();
+    for (i, word) in words.iter().enumerate() {
+        // A byte of `x` is zero where `word` holds a newline; the classic test for a zero byte
+        // flags at least that byte (and never one before it), so the scan below is exact.
+        let x = u64::from_ne_bytes(*word) ^ NEWLINES;
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            let at = word.iter().position(|&b| b == b'\n').unwrap_or(0);
+            return Some(i * 8 + at);
+        }
+    }
+    let at = tail.iter().position(|&b| b == b'\n')?;
+    Some(words.len() * 8 + at)
+}
+
+/// Splits an input into [`Block`]s of whole lines, never holding more than `max_len + 2` bytes
+/// of one line, and accepting `\n` and `\r\n` endings.
+pub(crate) struct BlockReader<R> {
+    inner: R,
+    /// Read from a slow stream: hand out whole lines as soon as they arrive.
+    streaming: bool,
+    max_len: usize,
+    /// Bytes per block when the input is a regular file.
+    block: usize,
+    /// Read and not handed out: whole lines, then the start of an unfinished one.
+    pending: Vec<u8>,
+    /// Bytes handed out so far, and the bytes of a too-long line skipped.
+    consumed: u64,
+    at_start: bool,
+    /// The length so far of a too-long line being skipped.
+    skipping: Option<usize>,
+    eof: bool,
+}
+
+impl<R: Read> BlockReader<R> {
+    /// Reads `inner` in blocks of about `block` bytes (a regular file) or of whatever has
+    /// arrived (`streaming`).
+    pub(crate) fn new(inner: R, streaming: bool, block: usize, max_len: usize) -> Self {
+        Self {
+            inner,
+            streaming,
+            max_len,
+            block: block.max(1),
+            pending: Vec::new(),
+            consumed: 0,
+            at_start: true,
+            skipping: None,
+            eof: false,
+        }
+    }
+
+    /// The next block, or `None` at the end of the input.
+    pub(crate) fn next_block(&mut self) -> io::Result<Option<Block>> {
+        loop {
+            if let Some(skipped) = self.skipping {
+                self.skip_line(skipped)?;
+                if let Some(len) = self.skipping.take() {
+                    return Ok(Some(self.hand_out(0, Some(len))));
+                }
+                continue;
+            }
+            if self.eof {
+                if self.pending.is_empty() {
+                    return Ok(None);
+                }
+                let all = self.pending.len();
+                return Ok(Some(self.hand_out(all, None)));
+            }
+            let whole = self
+                .pending
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map(|i| i + 1);
+            let unfinished = self.pending.len() - whole.unwrap_or(0);
+            if unfinished >= self.max_len.saturating_add(2) {
+                // No ending within `max_len + 2` bytes: too long whatever follows. Hand out
+                // the lines before it, then skip it without storing it.
+                let before = whole.map(|whole| self.hand_out(whole, None));
+                self.pending.clear();
+                self.consumed += unfinished as u64;
+                self.skipping = Some(unfinished);
+                if before.is_some() {
+                    return Ok(before);
+                }
+                continue;
+            }
+            if let Some(whole) = whole
+                && (self.pending.len() >= self.block || self.streaming)
+            {
+                let mut block = self.hand_out(whole, None);
+                block.waiting = self.streaming;
+                return Ok(Some(block));
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Reads once more into `pending`, at most what completes a block (at least 4 KiB).
+    fn fill(&mut self) -> io::Result<()> {
+        let want = self.block.saturating_sub(self.pending.len()).max(1 << 12);
+        let start = self.pending.len();
+        self.pending.resize(start + want, 0);
+        let read = loop {
+            match self.inner.read(&mut self.pending[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.pending.truncate(start);
+                    return Err(e);
+                }
+            }
+        };
+        self.pending.truncate(start + read);
+        self.eof = read == 0;
+        Ok(())
+    }
+
+    /// Skips the rest of a too-long line of which `skipped` bytes were read, up to and
+    /// including its ending; the length, ending excluded, stays in `skipping`.
+    fn skip_line(&mut self, mut skipped: usize) -> io::Result<()> {
+        let mut chunk = vec![0u8; 1 << 16];
+        loop {
+            let read = match self.inner.read(&mut chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if read == 0 {
+                self.eof = true;
+                self.skipping = Some(skipped);
+                return Ok(());
+            }
+            match find_newline(&chunk[..read]) {
+                Some(end) => {
+                    skipped += end;
+                    self.consumed += end as u64 + 1;
+                    // What follows the ending starts the next line.
+                    self.pending.extend_from_slice(&chunk[end + 1..read]);
+                    self.skipping = Some(skipped);
+                    return Ok(());
+                }
+                None => {
+                    skipped += read;
+                    self.consumed += read as u64;
+                }
+            }
+        }
+    }
+
+    /// Hands out the first `len` pending bytes, then the too-long line `too_long`.
+    fn hand_out(&mut self, len: usize, too_long: Option<usize>) -> Block {
+        // The rest (the start of an unfinished line) moves to a buffer of block size, so that
+        // filling it up again copies nothing more.
+        let mut rest = Vec::with_capacity(self.block.saturating_add(1 << 12));
+        rest.extend_from_slice(&self.pending[len..]);
+        self.pending.truncate(len);
+        let bytes = std::mem::replace(&mut self.pending, rest);
+        self.consumed += bytes.len() as u64;
+        let at_start = self.at_start;
+        // The input's start ends with its first line that is not too long.
+        let mut lines = &bytes[..];
+        while self.at_start
+            && let Some(line) = next_line(&mut lines)
+        {
+            self.at_start = without_cr(line, self.max_len).len() > self.max_len;
+        }
+        Block {
+            bytes,
+            too_long,
+            at_start,
+            consumed: self.consumed,
+            waiting: false,
+        }
     }
 }
 
@@ -142,18 +313,48 @@ mod tests {
     /// A line as the tests spell it: text lines as (lossy) strings.
     fn show(line: &Line<'_>) -> String {
         match line {
-            Line::Text(t) => format!("Text({:?})", String::from_utf8_lossy(t)),
+            Line::Text(t) => format!("Text({t:?})"),
+            Line::Bytes(t) => format!("Text({:?})", String::from_utf8_lossy(t)),
             other => format!("{other:?}"),
         }
     }
 
-    fn all(input: &[u8], max: usize) -> Vec<String> {
-        let mut r = LineReader::new(input, 4, max);
-        let mut out = Vec::new();
-        while let Some(line) = r.next_line().unwrap() {
-            out.push(show(&line));
+    /// Hands out its input a few bytes per read, as a pipe does.
+    struct Trickle<'a> {
+        input: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.input.len());
+            buf[..n].copy_from_slice(&self.input[..n]);
+            self.input = &self.input[n..];
+            Ok(n)
         }
-        out
+    }
+
+    /// Every line of `input` read in blocks of `block` bytes (`step` bytes per read, as a
+    /// stream when `streaming`), and the bytes consumed in all.
+    fn read_all(
+        input: &[u8],
+        max: usize,
+        block: usize,
+        step: usize,
+        streaming: bool,
+    ) -> (Vec<String>, u64) {
+        let mut r = BlockReader::new(Trickle { input, step }, streaming, block, max);
+        let (mut out, mut consumed) = (Vec::new(), 0);
+        while let Some(b) = r.next_block().unwrap() {
+            assert!(b.consumed >= consumed, "consumed goes forward");
+            consumed = b.consumed;
+            out.extend(b.lines(max).map(|l| show(&l)));
+        }
+        (out, consumed)
+    }
+
+    fn all(input: &[u8], max: usize) -> Vec<String> {
+        read_all(input, max, 4, 64, false).0
     }
 
     #[test]
@@ -163,6 +364,11 @@ mod tests {
             ["Text(\"https://a.example/\")", "Text(\"\\u{feff}x\")"]
         );
         assert_eq!(all(b"\xef\xbb\xbf\n", 100), ["Empty"]);
+        // A first line too long to keep does not end the start of the input.
+        for block in [1, 4, 64] {
+            let (lines, _) = read_all(b"0123456789\n\xef\xbb\xbfok\nx\n", 5, block, 3, false);
+            assert_eq!(lines, ["TooLong(10)", "Text(\"ok\")", "Text(\"x\")"]);
+        }
     }
 
     #[test]
@@ -178,8 +384,11 @@ mod tests {
 
     #[test]
     fn text_in_another_encoding_is_kept_as_bytes() {
-        let mut r = LineReader::new(&b" caf\xe9 \n"[..], 4, 100);
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"caf\xe9")));
+        let block = Block {
+            bytes: b" caf\xe9 \n".to_vec(),
+            ..Block::default()
+        };
+        assert_eq!(block.lines(100).next(), Some(Line::Bytes(b"caf\xe9")));
     }
 
     #[test]
@@ -218,14 +427,27 @@ mod tests {
             ["TooLong(10)", "TooLong(8)"]
         );
         assert_eq!(all(b"1234567\r\nok", 5), ["TooLong(8)", "Text(\"ok\")"]);
-        let mut r = LineReader::new(&b"1234567890\nab\n"[..], 4, 5);
-        assert_eq!(r.next_line().unwrap(), Some(Line::TooLong(10)));
-        assert_eq!(r.consumed(), 11);
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"ab")));
-        assert_eq!(r.consumed(), 14);
+        assert_eq!(read_all(b"1234567890\nab\n", 5, 4, 2, false).1, 14);
     }
 
-    /// The rules spelled out on whole lines, to check the buffered reader against.
+    #[test]
+    fn a_too_long_line_is_never_held_whole() {
+        let mut input = b"ok\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 1 << 20));
+        input.extend(b"\nlast\n");
+        let mut r = BlockReader::new(&input[..], false, 64, 10);
+        let mut lines = Vec::new();
+        while let Some(b) = r.next_block().unwrap() {
+            assert!(b.bytes.len() <= 64 + (1 << 12) + 12, "{}", b.bytes.len());
+            lines.extend(b.lines(10).map(|l| show(&l)));
+        }
+        assert_eq!(
+            lines,
+            ["Text(\"ok\")", "TooLong(1048576)", "Text(\"last\")"]
+        );
+    }
+
+    /// The rules spelled out on whole lines, to check the block reader against.
     fn model(input: &[u8], max: usize) -> Vec<String> {
         let mut pieces: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
         if input.is_empty() || input.ends_with(b"\n") {
@@ -249,7 +471,10 @@ mod tests {
                     } else if let Some(&b) = trimmed.iter().find(|&&b| b == b'\r') {
                         Line::Control(b)
                     } else {
-                        Line::Text(trimmed)
+                        match std::str::from_utf8(trimmed) {
+                            Ok(text) => Line::Text(text),
+                            Err(_) => Line::Bytes(trimmed),
+                        }
                     }
                 };
                 show(&line)
@@ -270,14 +495,12 @@ mod tests {
                     })
                     .collect();
                 for max in 0..5 {
-                    for capacity in [1, 3, 64] {
-                        let mut r = LineReader::new(&input[..], capacity, max);
-                        let mut got = Vec::new();
-                        while let Some(line) = r.next_line().unwrap() {
-                            got.push(show(&line));
+                    for (block, step) in [(1, 1), (3, 2), (64, 64)] {
+                        for streaming in [false, true] {
+                            let (got, consumed) = read_all(&input, max, block, step, streaming);
+                            assert_eq!(got, model(&input, max), "{input:?} max {max}");
+                            assert_eq!(consumed, len as u64);
                         }
-                        assert_eq!(got, model(&input, max), "{input:?} max {max}");
-                        assert_eq!(r.consumed(), len as u64);
                     }
                 }
             }
@@ -285,15 +508,48 @@ mod tests {
     }
 
     #[test]
-    fn tells_whether_the_next_line_is_buffered() {
-        let mut r = LineReader::new(&b"ab\ncd\nef"[..], 64, 100);
-        assert!(!r.next_line_is_buffered(), "nothing read yet");
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"ab")));
-        assert!(r.next_line_is_buffered());
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"cd")));
-        // "ef" has no line ending yet: a producer may still be writing it.
-        assert!(!r.next_line_is_buffered());
-        assert_eq!(r.next_line().unwrap(), Some(Line::Text(b"ef")));
-        assert_eq!(r.next_line().unwrap(), None);
+    fn newlines_are_found_in_every_position() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut bytes = vec![b'a'; len];
+                if at < len {
+                    bytes[at] = b'\n';
+                    bytes[len - 1] = b'\n';
+                }
+                let want = bytes.iter().position(|&b| b == b'\n');
+                assert_eq!(find_newline(&bytes), want, "{len} {at}");
+            }
+        }
+        // Bytes next to a newline's value do not count.
+        assert_eq!(find_newline(b"\x0b\x09\x8a\x0a"), Some(3));
+    }
+
+    #[test]
+    fn a_stream_hands_out_whole_lines_as_they_arrive() {
+        let mut r = BlockReader::new(
+            Trickle {
+                input: b"ab\ncd\nef",
+                step: 4,
+            },
+            true,
+            1 << 16,
+            100,
+        );
+        let b = r.next_block().unwrap().unwrap();
+        assert_eq!((&b.bytes[..], b.waiting), (&b"ab\n"[..], true));
+        let b = r.next_block().unwrap().unwrap();
+        assert_eq!((&b.bytes[..], b.waiting), (&b"cd\n"[..], true));
+        // "ef" has no line ending until the input ends.
+        let b = r.next_block().unwrap().unwrap();
+        assert_eq!(&b.bytes[..], b"ef");
+        assert!(r.next_block().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_file_is_read_in_full_blocks() {
+        let input = b"https://a.example/\n".repeat(100);
+        let mut r = BlockReader::new(&input[..], false, 64, 100);
+        let b = r.next_block().unwrap().unwrap();
+        assert!(b.bytes.len() >= 64 && b.bytes.ends_with(b"\n") && !b.waiting);
     }
 }

@@ -1,36 +1,34 @@
-//! The deduplication loop: read a batch of lines, decide it with one call, print, explain,
-//! and journal what was decided.
+//! The deduplication loop: inputs are read and canonicalized on every core (see
+//! [`pipeline`]), then each block is decided in input order with one call, printed,
+//! explained, and journaled.
+
+mod pipeline;
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use url_dedup::canon::{Policy, TrailingSlash};
+use url_dedup::canon::{Canonicalizer, Policy, TrailingSlash};
 use url_dedup::similarity::Preset;
 use url_dedup::{Decision, FilterKind, Outcome, UrlDedup};
 
+use self::pipeline::{Entry, Key, Message, Parsed, Plan};
 use crate::Failure;
 use crate::args::{Args, SimilarPreset, SlashPolicy};
-use crate::lines::{Line, LineReader};
 use crate::state::{self, State};
 use crate::stats::Stats;
 
 /// How many invalid lines are shown on stderr without `--explain`.
 const SHOWN_INVALID: u64 = 5;
 
-/// Input lines decided with one call to the deduplicator. With `--redis` every call is a
-/// network round trip, so batches of 1,024 turn a thousand round trips into one; in memory the
+/// Keys decided with one call to the deduplicator. With `--redis` every call is a network
+/// round trip, so batches of 1,024 turn a thousand round trips into one; in memory the
 /// segmented filter overlaps the cache misses of a batch. Past a thousand the round trip is
-/// already a small share of the cost, while a batch's lines (up to `--max-len` bytes each) are
-/// held in memory until it is decided.
+/// already a small share of the cost.
 const BATCH_LINES: usize = 1_024;
-
-/// Bytes read from an input at a time.
-const READ_BUFFER: usize = 1 << 16;
 
 /// Runs the command.
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
@@ -39,6 +37,13 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     refuse_switches_with_a_convention(&args)?;
     let input_bytes = input_size(&sources);
     let mut builder = builder(&args, estimated_lines(&sources));
+    if args.state.is_none() {
+        // Keys reach the deduplicator canonical already: the workers canonicalized them
+        // under the same policy. A state file records the deduplicator's policy, so with one
+        // it keeps its own (and proves each key canonical again, quickly); without one
+        // nothing records it, and the keys are decided as they are.
+        builder = builder.no_canonicalization();
+    }
     if let Some(key) = hash_key(&args)? {
         builder = builder.hash_key(key);
     }
@@ -68,63 +73,58 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let progress = progress_bar(&args, input_bytes);
 
     let started = Instant::now();
-    let mut batch = Batch::default();
-    let mut done_bytes = 0u64;
+    let names: Vec<String> = sources
+        .iter()
+        .map(|s| {
+            s.as_deref()
+                .map_or("<stdin>".into(), |p| p.display().to_string())
+        })
+        .collect();
+    let mut results = pipeline::start(Plan {
+        sources,
+        max_len: args.max_len,
+        canonicalizer: (!args.raw).then(|| Canonicalizer::new(policy(&args))),
+        workers: workers(),
+    });
+    // Where the current input is: its index, the line number of the next line, and the bytes
+    // of the inputs before it.
+    let (mut source, mut number, mut done_bytes, mut source_bytes) = (0, 1u64, 0u64, 0u64);
     let mut pipe_closed = false;
-    'sources: for source in &sources {
-        let (reader, streaming) = open(source.as_deref())?;
-        let name = source
-            .as_deref()
-            .map_or("<stdin>".into(), |p| p.display().to_string());
-        let mut lines = LineReader::new(reader, READ_BUFFER, args.max_len);
-        let mut number = 0u64;
-        loop {
-            // A slow producer (`tail -f log | url-dedup`): decide and show what has arrived
-            // rather than wait for a full batch.
-            let waiting = streaming && !batch.is_empty() && !lines.next_line_is_buffered();
-            if batch.len() >= BATCH_LINES || waiting {
-                let mut flow = emit.decide(&dedup, &name, &batch, state.as_mut())?;
-                batch.clear();
-                if waiting && flow == Flow::Go {
-                    flow = emit.flush()?;
+    loop {
+        let parsed = match results.next() {
+            Message::Parsed(parsed) => parsed,
+            Message::Failed(error) => {
+                // The lines read before the failure were decided, shown and journaled all
+                // the same.
+                emit.flush()?;
+                if let Some(state) = state.as_mut() {
+                    state.checkpoint(&dedup).map_err(Failure::Run)?;
                 }
-                if flow == Flow::Go {
-                    flow = emit.checkpoint(&dedup, state.as_mut())?;
-                }
-                if let Some(bar) = &progress {
-                    bar.set_position(done_bytes + lines.consumed());
-                }
-                if flow == Flow::PipeClosed {
-                    pipe_closed = true;
-                    break 'sources;
-                }
+                return Err(Failure::Run(error));
             }
-            let line = match lines.next_line() {
-                Ok(line) => line,
-                Err(e) => {
-                    // The lines read before the failure are decided, shown and journaled all
-                    // the same.
-                    emit.decide(&dedup, &name, &batch, state.as_mut())?;
-                    emit.flush()?;
-                    if let Some(state) = state.as_mut() {
-                        state.checkpoint(&dedup).map_err(Failure::Run)?;
-                    }
-                    return Err(Failure::Run(format!("cannot read {name}: {e}")));
-                }
-            };
-            let Some(line) = line else { break };
-            number += 1;
-            batch.push(number, &line);
+            Message::End => break,
+        };
+        if parsed.source != source {
+            (source, number) = (parsed.source, 1);
+            done_bytes += source_bytes;
         }
-        let flow = emit.decide(&dedup, &name, &batch, state.as_mut())?;
-        batch.clear();
+        source_bytes = parsed.block.consumed;
+        let name = names.get(source).map_or("<stdin>", String::as_str);
+        let mut flow = emit.decide(&dedup, name, number, &parsed, state.as_mut())?;
+        number += parsed.entries.len() as u64;
+        // A slow producer (`tail -f log | url-dedup`): show what has arrived now.
+        if parsed.block.waiting && flow == Flow::Go {
+            flow = emit.flush()?;
+        }
+        if flow == Flow::Go {
+            flow = emit.checkpoint(&dedup, state.as_mut())?;
+        }
+        if let Some(bar) = &progress {
+            bar.set_position(done_bytes + source_bytes);
+        }
         if flow == Flow::PipeClosed {
             pipe_closed = true;
-            break 'sources;
-        }
-        done_bytes += lines.consumed();
-        if let Some(bar) = &progress {
-            bar.set_position(done_bytes);
+            break;
         }
     }
     if let Some(bar) = progress {
@@ -252,84 +252,10 @@ impl FileId {
     }
 }
 
-/// Opens one input (`None` is standard input). The flag tells whether it may be a slow
-/// stream (a pipe, a terminal, a socket) rather than a regular file, which never makes a
-/// reader wait.
-fn open(source: Option<&Path>) -> Result<(Box<dyn Read>, bool), Failure> {
-    let streaming = |m: io::Result<std::fs::Metadata>| !m.is_ok_and(|m| m.is_file());
-    Ok(match source {
-        None => (
-            Box::new(io::stdin().lock()),
-            streaming(std::fs::metadata("/dev/stdin")),
-        ),
-        Some(path) => {
-            let file = File::open(path)
-                .map_err(|e| Failure::Run(format!("cannot read {}: {e}", path.display())))?;
-            let streaming = streaming(file.metadata());
-            (Box::new(file), streaming)
-        }
-    })
-}
-
-/// Lines read and not yet decided, in input order.
-#[derive(Debug, Default)]
-struct Batch {
-    /// The bytes of every [`Kind::Text`] line, back to back.
-    text: Vec<u8>,
-    lines: Vec<Pending>,
-}
-
-/// One line of a [`Batch`] and its line number in its input.
-#[derive(Debug)]
-struct Pending {
-    number: u64,
-    kind: Kind,
-}
-
-/// [`Line`] with its bytes moved into the batch.
-#[derive(Debug)]
-enum Kind {
-    Text(Range<usize>),
-    Empty,
-    TooLong(usize),
-    Control(u8),
-}
-
-impl Batch {
-    fn push(&mut self, number: u64, line: &Line<'_>) {
-        let kind = match *line {
-            Line::Text(text) => {
-                let start = self.text.len();
-                self.text.extend_from_slice(text);
-                Kind::Text(start..self.text.len())
-            }
-            Line::Empty => Kind::Empty,
-            Line::TooLong(len) => Kind::TooLong(len),
-            Line::Control(byte) => Kind::Control(byte),
-        };
-        self.lines.push(Pending { number, kind });
-    }
-
-    fn len(&self) -> usize {
-        self.lines.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.lines.is_empty()
-    }
-
-    /// The text lines, in order: what the deduplicator decides.
-    fn texts(&self) -> impl Iterator<Item = &[u8]> {
-        self.lines.iter().filter_map(|p| match &p.kind {
-            Kind::Text(range) => Some(&self.text[range.clone()]),
-            _ => None,
-        })
-    }
-
-    fn clear(&mut self) {
-        self.text.clear();
-        self.lines.clear();
-    }
+/// Threads that split and canonicalize input: every core but the one that decides, and at
+/// least one.
+fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
 }
 
 /// Whether to go on after writing a batch's results.
@@ -361,54 +287,88 @@ struct Emitter<O, X> {
 }
 
 impl<O: Write, X: Write> Emitter<O, X> {
-    /// Decides the batch's lines from input `name` with one call and writes the results.
+    /// Decides a block's lines from input `name`, the first of them line `number`, in calls
+    /// of up to [`BATCH_LINES`] keys, and writes the results.
     fn decide(
         &mut self,
         dedup: &UrlDedup,
         name: &str,
-        batch: &Batch,
-        state: Option<&mut State>,
+        number: u64,
+        parsed: &Parsed,
+        mut state: Option<&mut State>,
     ) -> Result<Flow, Failure> {
-        if batch.is_empty() {
-            return Ok(Flow::Go);
-        }
-        let decided = dedup.check_and_insert_batch_bytes(batch.texts());
-        let new_before = self.stats.new;
-        let flow = self.emit(name, batch, decided, state);
-        let new = self.stats.new - new_before;
-        if new > 0 {
-            // Each new URL was a lookup that could have been a false positive at the rate of
-            // the moment; summed, the expected number of distinct URLs dropped by mistake.
-            let rate = dedup.false_positive_rate();
-            if rate.is_finite() {
-                self.stats.expected_false_drops += new as f64 * rate;
+        let entries = &parsed.entries;
+        let mut start = 0;
+        let mut keys = Vec::with_capacity(BATCH_LINES.min(entries.len()));
+        while start < entries.len() {
+            keys.clear();
+            let mut end = start;
+            while let Some(entry) = entries.get(end)
+                && keys.len() < BATCH_LINES
+            {
+                if let Entry::Text(range, key) = entry
+                    && let Some(key) = parsed.key(range, key)
+                {
+                    keys.push(key);
+                }
+                end += 1;
             }
+            let decided = if keys.is_empty() {
+                Vec::new()
+            } else {
+                dedup.check_and_insert_batch_bytes(keys.iter().copied())
+            };
+            let new_before = self.stats.new;
+            let flow = self.emit(
+                (name, number + start as u64),
+                parsed,
+                &entries[start..end],
+                decided,
+                state.as_deref_mut(),
+            );
+            let new = self.stats.new - new_before;
+            if new > 0 {
+                // Each new URL was a lookup that could have been a false positive at the rate
+                // of the moment; summed, the expected number of distinct URLs dropped by
+                // mistake.
+                let rate = dedup.false_positive_rate();
+                if rate.is_finite() {
+                    self.stats.expected_false_drops += new as f64 * rate;
+                }
+            }
+            if flow? != Flow::Go {
+                return Ok(Flow::PipeClosed);
+            }
+            start = end;
         }
-        flow
+        Ok(Flow::Go)
     }
 
-    /// Writes the results of a batch in input order, one entry of `decided` per text line, as
-    /// if each line had been decided and written in turn; records every decided key.
+    /// Writes the results of `entries` of a block, the first of them line `number` of input
+    /// `name`, in input order, one entry of `decided` per line with a key, as if each line
+    /// had been decided and written in turn; records every decided key.
     fn emit(
         &mut self,
-        name: &str,
-        batch: &Batch,
+        (name, number): (&str, u64),
+        parsed: &Parsed,
+        entries: &[Entry],
         decided: Vec<Decision<Cow<'_, [u8]>>>,
         mut state: Option<&mut State>,
     ) -> Result<Flow, Failure> {
         let mut decided = decided.into_iter();
-        for line in &batch.lines {
+        for (number, entry) in (number..).zip(entries) {
             self.stats.lines += 1;
-            let reason = match &line.kind {
-                Kind::Empty => {
+            let reason = match entry {
+                Entry::Empty => {
                     self.stats.empty += 1;
                     continue;
                 }
-                Kind::TooLong(len) => format!("line is {len} bytes, over --max-len"),
-                Kind::Control(0) => "contains a NUL byte".to_owned(),
-                Kind::Control(_) => "contains a carriage return inside the line".to_owned(),
-                Kind::Text(range) => {
-                    let text = &batch.text[range.clone()];
+                Entry::TooLong(len) => format!("line is {len} bytes, over --max-len"),
+                Entry::Control(0) => "contains a NUL byte".to_owned(),
+                Entry::Control(_) => "contains a carriage return inside the line".to_owned(),
+                Entry::Text(_, Key::Invalid(e)) => e.to_string(),
+                Entry::Text(range, _) => {
+                    let text = parsed.line(range);
                     let result = decided.next().unwrap_or_else(|| {
                         Err(url_dedup::Error::Store("no answer for this line".into()))
                     });
@@ -453,7 +413,6 @@ impl<O: Write, X: Write> Emitter<O, X> {
                             // than the retry budget): skipping the line would drop a URL that
                             // may be new, so stop here. What was printed is complete up to
                             // the line before this one.
-                            let number = line.number;
                             let _ = self.out.flush();
                             return Err(Failure::Run(format!(
                                 "{name}:{number}: {e}; stopped here, the lines before were decided and written"
@@ -463,7 +422,6 @@ impl<O: Write, X: Write> Emitter<O, X> {
                 }
             };
             self.stats.invalid += 1;
-            let number = line.number;
             if let Some(ex) = self.explain.as_mut() {
                 let at = format!("{name}:{number}");
                 write_fields(ex, &[b"invalid", at.as_bytes(), reason.as_bytes()])
@@ -716,6 +674,7 @@ fn progress_bar(args: &Args, input_bytes: Option<u64>) -> Option<ProgressBar> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lines::Block;
 
     fn emitter() -> Emitter<Vec<u8>, Vec<u8>> {
         Emitter {
@@ -726,30 +685,30 @@ mod tests {
         }
     }
 
-    fn batch(lines: &[Line<'_>]) -> Batch {
-        let mut batch = Batch::default();
-        for (i, line) in lines.iter().enumerate() {
-            batch.push(i as u64 + 1, line);
-        }
-        batch
+    /// A block of `text`, split and canonicalized as the workers do, with `--max-len` 8192.
+    fn parsed(text: &[u8]) -> Parsed {
+        let block = Block {
+            bytes: text.to_vec(),
+            at_start: true,
+            ..Block::default()
+        };
+        Parsed::new(0, block, 8192, Some(&Canonicalizer::default()))
     }
 
     #[test]
     fn a_batch_is_written_in_input_order() {
         let dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
-        let batch = batch(&[
-            Line::Text(b"https://a.example/"),
-            Line::Empty,
-            Line::Text(b"https://A.example"),
-            Line::Text(b"https://\xff.example/"),
-            Line::Text(b"/relative"),
-            Line::TooLong(9_000),
-            Line::Control(0),
-            Line::Text(b"https://b.example/"),
-        ]);
-        assert_eq!(batch.texts().count(), 5);
+        let mut text =
+            b"https://a.example/\n\nhttps://A.example\nhttps://\xff.example/\n/relative\n".to_vec();
+        text.extend([b'x'; 9_000]);
+        text.extend(b"\n\0\nhttps://b.example/\n");
+        let parsed = parsed(&text);
+        assert_eq!(parsed.entries.len(), 8);
         let mut emit = emitter();
-        assert_eq!(emit.decide(&dedup, "in.txt", &batch, None), Ok(Flow::Go));
+        assert_eq!(
+            emit.decide(&dedup, "in.txt", 1, &parsed, None),
+            Ok(Flow::Go)
+        );
         assert_eq!(
             String::from_utf8(emit.out).unwrap(),
             "https://a.example/\nhttps://b.example/\n"
@@ -773,23 +732,52 @@ mod tests {
     }
 
     #[test]
+    fn a_block_is_decided_in_calls_of_bounded_size_with_its_line_numbers() {
+        let dedup = UrlDedup::builder().expected_urls(10_000).build().unwrap();
+        let mut text = String::new();
+        for i in 0..2_500 {
+            text.push_str(&format!("https://example.com/{}\n", i % 2_000));
+            if i % 1_000 == 999 {
+                text.push_str("nonsense\n");
+            }
+        }
+        let parsed = parsed(text.as_bytes());
+        let mut emit = emitter();
+        assert_eq!(emit.decide(&dedup, "in", 101, &parsed, None), Ok(Flow::Go));
+        assert_eq!(String::from_utf8(emit.out).unwrap().lines().count(), 2_000);
+        let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
+        let invalid: Vec<&str> = explain
+            .lines()
+            .filter(|l| l.starts_with("invalid"))
+            .collect();
+        assert_eq!(invalid.len(), 2);
+        assert!(
+            invalid[0].starts_with("invalid\tin:1101\t"),
+            "{}",
+            invalid[0]
+        );
+        assert!(
+            invalid[1].starts_with("invalid\tin:2102\t"),
+            "{}",
+            invalid[1]
+        );
+        assert_eq!((emit.stats.new, emit.stats.duplicate), (2_000, 500));
+    }
+
+    #[test]
     fn a_failed_store_stops_at_its_first_line_after_writing_the_lines_before() {
-        let batch = batch(&[
-            Line::Text(b"https://a.example/"),
-            Line::Text(b"nonsense"),
-            Line::Text(b"https://b.example/"),
-            Line::Text(b"https://c.example/"),
-        ]);
+        let parsed =
+            parsed(b"https://a.example/\nnonsense\nhttps://b.example/\nhttps://c.example/\n");
         let dedup = UrlDedup::builder().build().unwrap();
         let decide = |url: &'static [u8]| dedup.check_and_insert_batch_bytes([url]).remove(0);
         let store_failed = || Err(url_dedup::Error::Store("server went away".into()));
         let mut emit = emitter();
         let flow = emit.emit(
-            "<stdin>",
-            &batch,
+            ("<stdin>", 1),
+            &parsed,
+            &parsed.entries,
             vec![
                 decide(b"https://a.example/"),
-                decide(b"nonsense"),
                 store_failed(),
                 store_failed(),
             ],
@@ -830,11 +818,11 @@ mod tests {
             shown: Shown::Line,
             stats: Stats::default(),
         };
-        let batch = batch(&[
-            Line::Text(b"https://a.example/"),
-            Line::Text(b"https://b.example/"),
-        ]);
-        assert_eq!(emit.decide(&dedup, "-", &batch, None), Ok(Flow::PipeClosed));
+        let parsed = parsed(b"https://a.example/\nhttps://b.example/\n");
+        assert_eq!(
+            emit.decide(&dedup, "-", 1, &parsed, None),
+            Ok(Flow::PipeClosed)
+        );
         assert_eq!(emit.stats.lines, 1);
         assert_eq!(emit.flush(), Ok(Flow::PipeClosed));
     }

@@ -1,0 +1,379 @@
+//! The threads of a run. One thread reads the inputs in blocks of whole lines; workers split
+//! each block into lines and canonicalize them, on every core; the caller receives the
+//! results in input order and decides them (the filter's answers depend on the order, so
+//! deciding stays on one thread, where it is one batched call per block).
+//!
+//! Blocks go to the workers in turn and come back from them in the same turn, so the order
+//! needs no sorting and every queue is bounded: memory stays a few blocks per worker however
+//! large the input. A reader that has no whole line left hands out what it has at once, so a
+//! slow producer (`tail -f log | url-dedup`) gets its answers without waiting for more input.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, Read};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use url_dedup::canon::Canonicalizer;
+
+use crate::lines::{Block, BlockReader, Line};
+
+/// Bytes per block read from a regular file: large enough that handing a block from thread
+/// to thread costs nothing per line, small enough to stay in the cache of the core that
+/// splits it.
+const BLOCK_BYTES: usize = 1 << 17;
+
+/// Blocks waiting in each queue between two threads.
+const QUEUED: usize = 2;
+
+/// What to read, and how to turn lines into keys.
+pub(crate) struct Plan {
+    /// The inputs, in order (`None` is standard input).
+    pub(crate) sources: Vec<Option<PathBuf>>,
+    /// Lines longer than this are not URLs.
+    pub(crate) max_len: usize,
+    /// Canonicalizes text lines into their keys; `None` keeps each line as its own key.
+    pub(crate) canonicalizer: Option<Canonicalizer>,
+    /// Threads that split and canonicalize blocks.
+    pub(crate) workers: usize,
+}
+
+/// What comes out of the pipeline, in input order.
+pub(crate) enum Message {
+    /// The lines of one block of input `source`.
+    Parsed(Parsed),
+    /// An input could not be opened or read (why, as shown to the user); nothing of it and
+    /// of the inputs after it follows.
+    Failed(String),
+    /// Every input was read.
+    End,
+}
+
+/// One block of input, split into lines, each text line with the key it is decided on.
+pub(crate) struct Parsed {
+    /// The input's index in [`Plan::sources`].
+    pub(crate) source: usize,
+    /// The lines, as read.
+    pub(crate) block: Block,
+    /// Canonical forms that differ from their lines, back to back.
+    pub(crate) canonical: Vec<u8>,
+    /// Every line, in order.
+    pub(crate) entries: Vec<Entry>,
+}
+
+/// One line of a [`Parsed`] block.
+#[derive(Debug)]
+pub(crate) enum Entry {
+    /// A text line (its place in the block's bytes) and its key.
+    Text(Range<usize>, Key),
+    /// Nothing but white space.
+    Empty,
+    /// Longer than the limit: its length.
+    TooLong(usize),
+    /// Holds a NUL or a bare carriage return: that byte.
+    Control(u8),
+}
+
+/// What a text line is decided on.
+#[derive(Debug)]
+pub(crate) enum Key {
+    /// The line itself: raw lines, and lines already canonical.
+    Line,
+    /// Its canonical form, at this place in [`Parsed::canonical`].
+    Canonical(Range<usize>),
+    /// Nothing: the line is no URL the policy accepts.
+    Invalid(url_dedup::Error),
+}
+
+impl Parsed {
+    /// The bytes of a text line.
+    pub(crate) fn line(&self, range: &Range<usize>) -> &[u8] {
+        self.block.bytes.get(range.clone()).unwrap_or_default()
+    }
+
+    /// The key of a text line, or `None` when it has none.
+    pub(crate) fn key<'a>(&'a self, range: &Range<usize>, key: &Key) -> Option<&'a [u8]> {
+        match key {
+            Key::Line => Some(self.line(range)),
+            Key::Canonical(c) => Some(self.canonical.get(c.clone()).unwrap_or_default()),
+            Key::Invalid(_) => None,
+        }
+    }
+
+    /// Splits `block` into lines and finds each text line's key.
+    pub(crate) fn new(
+        source: usize,
+        block: Block,
+        max_len: usize,
+        canonicalizer: Option<&Canonicalizer>,
+    ) -> Self {
+        let mut canonical = Vec::new();
+        let base = block.bytes.as_ptr() as usize;
+        let entries = block
+            .lines(max_len)
+            .map(|line| {
+                let (text, key) = match line {
+                    Line::Text(text) => (
+                        text.as_bytes(),
+                        canonicalizer.map_or(Key::Line, |c| key(c, text, &mut canonical)),
+                    ),
+                    // Text in another encoding is a key only byte for byte.
+                    Line::Bytes(bytes) => match canonicalizer {
+                        None => (bytes, Key::Line),
+                        Some(_) => (bytes, Key::Invalid(url_dedup::Error::NotUtf8)),
+                    },
+                    Line::Empty => return Entry::Empty,
+                    Line::TooLong(len) => return Entry::TooLong(len),
+                    Line::Control(byte) => return Entry::Control(byte),
+                };
+                // The line is a slice of the block's bytes: its place in them.
+                let start = text.as_ptr() as usize - base;
+                Entry::Text(start..start + text.len(), key)
+            })
+            .collect();
+        Self {
+            source,
+            block,
+            canonical,
+            entries,
+        }
+    }
+}
+
+/// The key of a text line under a canonicalizing policy; a canonical form that differs from
+/// the line is appended to `canonical`. The error is the one the deduplicator gives for the
+/// same line.
+fn key(canonicalizer: &Canonicalizer, text: &str, canonical: &mut Vec<u8>) -> Key {
+    match canonicalizer.canonicalize(text) {
+        Ok(Cow::Borrowed(_)) => Key::Line,
+        Ok(Cow::Owned(form)) => {
+            let start = canonical.len();
+            canonical.extend_from_slice(form.as_bytes());
+            Key::Canonical(start..canonical.len())
+        }
+        Err(e) => Key::Invalid(e.into()),
+    }
+}
+
+/// What the reader hands to a worker.
+enum Work {
+    Block(usize, Block),
+    Failed(String),
+    End,
+}
+
+/// Starts the reader and the workers; their results arrive, in input order, through the
+/// returned [`Results`]. The threads stop on their own once the inputs are read, or once the
+/// receiver is dropped (the reader at its next block: a reader waiting on a slow producer
+/// goes when the process does).
+pub(crate) fn start(plan: Plan) -> Results {
+    let workers = plan.workers.max(1);
+    let canonicalizer = Arc::new(plan.canonicalizer);
+    let mut to_workers = Vec::with_capacity(workers);
+    let mut from_workers = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (work_tx, work_rx) = sync_channel::<Work>(QUEUED);
+        let (done_tx, done_rx) = sync_channel::<Message>(QUEUED);
+        let canonicalizer = Arc::clone(&canonicalizer);
+        let max_len = plan.max_len;
+        std::thread::spawn(move || {
+            work(&work_rx, &done_tx, max_len, canonicalizer.as_ref().as_ref())
+        });
+        to_workers.push(work_tx);
+        from_workers.push(done_rx);
+    }
+    let (sources, max_len) = (plan.sources, plan.max_len);
+    std::thread::spawn(move || read(&sources, max_len, &to_workers));
+    Results {
+        from_workers,
+        next: 0,
+    }
+}
+
+/// The pipeline's output end.
+pub(crate) struct Results {
+    from_workers: Vec<Receiver<Message>>,
+    /// The worker whose turn it is.
+    next: usize,
+}
+
+impl Results {
+    /// The next message in input order. A pipeline whose threads went away unexpectedly ends.
+    pub(crate) fn next(&mut self) -> Message {
+        let Some(worker) = self.from_workers.get(self.next) else {
+            return Message::End;
+        };
+        self.next = (self.next + 1) % self.from_workers.len();
+        worker.recv().unwrap_or(Message::End)
+    }
+}
+
+/// A worker: parses the blocks it is handed and passes everything on, in order.
+fn work(
+    from_reader: &Receiver<Work>,
+    to_decider: &SyncSender<Message>,
+    max_len: usize,
+    canonicalizer: Option<&Canonicalizer>,
+) {
+    while let Ok(work) = from_reader.recv() {
+        let message = match work {
+            Work::Block(source, block) => {
+                Message::Parsed(Parsed::new(source, block, max_len, canonicalizer))
+            }
+            Work::Failed(error) => Message::Failed(error),
+            Work::End => Message::End,
+        };
+        if to_decider.send(message).is_err() {
+            return;
+        }
+    }
+}
+
+/// The reader: every input in order, in blocks, dealt to the workers in turn.
+fn read(sources: &[Option<PathBuf>], max_len: usize, workers: &[SyncSender<Work>]) {
+    let mut turn = 0;
+    let mut deal = |work: Work| {
+        let sent = workers[turn % workers.len()].send(work).is_ok();
+        turn += 1;
+        sent
+    };
+    for (index, source) in sources.iter().enumerate() {
+        let (input, streaming) = match open(source.as_deref()) {
+            Ok(opened) => opened,
+            Err(error) => {
+                deal(Work::Failed(error));
+                return;
+            }
+        };
+        let mut blocks = BlockReader::new(input, streaming, BLOCK_BYTES, max_len);
+        loop {
+            match blocks.next_block() {
+                Ok(Some(block)) => {
+                    if !deal(Work::Block(index, block)) {
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let name = source
+                        .as_deref()
+                        .map_or("<stdin>".into(), |p| p.display().to_string());
+                    deal(Work::Failed(format!("cannot read {name}: {e}")));
+                    return;
+                }
+            }
+        }
+    }
+    deal(Work::End);
+}
+
+/// Opens one input (`None` is standard input). The flag tells whether it may be a slow
+/// stream (a pipe, a terminal, a socket) rather than a regular file, which never makes a
+/// reader wait.
+fn open(source: Option<&Path>) -> Result<(Box<dyn Read>, bool), String> {
+    let streaming = |m: io::Result<std::fs::Metadata>| !m.is_ok_and(|m| m.is_file());
+    Ok(match source {
+        None => (
+            Box::new(io::stdin().lock()),
+            streaming(std::fs::metadata("/dev/stdin")),
+        ),
+        Some(path) => {
+            let file =
+                File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let streaming = streaming(file.metadata());
+            (Box::new(file), streaming)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &[u8], canonicalizer: Option<&Canonicalizer>) -> Parsed {
+        let block = Block {
+            bytes: text.to_vec(),
+            at_start: true,
+            ..Block::default()
+        };
+        Parsed::new(0, block, 100, canonicalizer)
+    }
+
+    #[test]
+    fn keys_are_the_lines_or_their_canonical_forms() {
+        let canon = Canonicalizer::default();
+        let p = parsed(
+            b"https://a.example/\n\nHTTPS://A.example\n\xff\n/relative\n",
+            Some(&canon),
+        );
+        let keys: Vec<String> = p
+            .entries
+            .iter()
+            .map(|e| match e {
+                Entry::Text(range, key) => match p.key(range, key) {
+                    Some(k) => String::from_utf8_lossy(k).into_owned(),
+                    None => format!("invalid: {key:?}"),
+                },
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(keys[0], "https://a.example/");
+        assert_eq!(keys[1], "Empty");
+        assert_eq!(keys[2], "https://a.example/");
+        assert!(
+            keys[3].starts_with("invalid: Invalid(NotUtf8)"),
+            "{}",
+            keys[3]
+        );
+        assert!(
+            keys[4].starts_with("invalid: Invalid(InvalidUrl"),
+            "{}",
+            keys[4]
+        );
+        assert!(matches!(p.entries[0], Entry::Text(_, Key::Line)));
+
+        let raw = parsed(b"HTTPS://A.example\n\xff\n", None);
+        assert!(
+            raw.entries
+                .iter()
+                .all(|e| matches!(e, Entry::Text(_, Key::Line)))
+        );
+    }
+
+    #[test]
+    fn results_come_in_input_order_from_every_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.txt");
+        let text: String = (0..20_000)
+            .map(|i| format!("https://example.com/{i}\n"))
+            .collect();
+        std::fs::write(&path, &text).unwrap();
+        for workers in [1, 2, 3] {
+            let mut results = start(Plan {
+                sources: vec![Some(path.clone()), Some(dir.path().join("missing"))],
+                max_len: 100,
+                canonicalizer: None,
+                workers,
+            });
+            let mut lines = Vec::new();
+            let failed = loop {
+                match results.next() {
+                    Message::Parsed(p) => {
+                        for e in &p.entries {
+                            if let Entry::Text(range, _) = e {
+                                lines.push(String::from_utf8_lossy(p.line(range)).into_owned());
+                            }
+                        }
+                    }
+                    Message::Failed(error) => break error,
+                    Message::End => panic!("the missing input was not reported"),
+                }
+            };
+            assert_eq!(lines.len(), 20_000);
+            assert!(lines.iter().zip(text.lines()).all(|(a, b)| a == b));
+            assert!(failed.contains("missing"), "{failed}");
+        }
+    }
+}
