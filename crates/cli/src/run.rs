@@ -674,7 +674,22 @@ fn progress_bar(args: &Args, input_bytes: Option<u64>) -> Option<ProgressBar> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lines::Block;
+    use crate::lines::{Block, BlockReader, Line};
+
+    /// Decides the one text line of `parsed` (given raw, with no canonicalizer) through a
+    /// canonicalizing deduplicator, as the command did before it had workers.
+    fn dedup_line(dedup: &UrlDedup, parsed: &Parsed) -> Vec<Decision<Cow<'static, [u8]>>> {
+        parsed
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Text(range, _) => Some(parsed.line(range)),
+                _ => None,
+            })
+            .flat_map(|line| dedup.check_and_insert_batch_bytes([line]))
+            .map(|d| d.map(|(outcome, key)| (outcome, Cow::Owned(key.into_owned()))))
+            .collect()
+    }
 
     fn emitter() -> Emitter<Vec<u8>, Vec<u8>> {
         Emitter {
@@ -825,6 +840,114 @@ mod tests {
         );
         assert_eq!(emit.stats.lines, 1);
         assert_eq!(emit.flush(), Ok(Flow::PipeClosed));
+    }
+
+    /// Random lines of every kind the command meets: canonical and messy spellings of a few
+    /// pages (so repeats are common), invalid URLs, other encodings, control bytes, blank and
+    /// too-long lines, `\r\n` endings.
+    fn random_input(seed: u64, lines: usize) -> Vec<u8> {
+        let mut state = seed;
+        let mut next = move |n: u64| {
+            state = url_dedup::bloom::hash::mix64(state);
+            state % n
+        };
+        let mut input = Vec::new();
+        for _ in 0..lines {
+            let page = next(40);
+            let line = match next(12) {
+                0..=4 => format!("https://site{}.example/p/{page}", page % 3),
+                5 => format!("HTTPS://Site{}.EXAMPLE:443/p/./{page}#top", page % 3),
+                6 => format!("https://site{}.example/p/{page}?utm_source=x", page % 3),
+                7 => "not a url".to_owned(),
+                8 => "   ".to_owned(),
+                9 => "x".repeat(70),
+                10 => format!("https://site.example/caf\u{e9}{page}"),
+                _ => format!("https://a.example/{page}\0"),
+            };
+            input.extend_from_slice(line.as_bytes());
+            if next(5) == 0 {
+                input.extend_from_slice(b"\xff");
+            }
+            input.extend_from_slice(if next(3) == 0 { b"\r\n" } else { b"\n" });
+        }
+        input
+    }
+
+    /// What the command printed and explained, and its counts.
+    type Run = (String, String, (u64, u64, u64, u64, u64));
+
+    fn outcome(emit: Emitter<Vec<u8>, Vec<u8>>) -> Run {
+        let s = &emit.stats;
+        let counts = (s.lines, s.new, s.duplicate, s.invalid, s.empty);
+        (
+            String::from_utf8_lossy(&emit.out).into_owned(),
+            String::from_utf8_lossy(&emit.explain.unwrap_or_default()).into_owned(),
+            counts,
+        )
+    }
+
+    #[test]
+    fn the_pipeline_decides_exactly_as_one_line_at_a_time() {
+        const MAX_LEN: usize = 60;
+        let key = url_dedup::bloom::HashKey::from_bytes([7; 16]);
+        let mut policy = Policy::default();
+        policy.max_len = MAX_LEN;
+        let canon = Canonicalizer::new(policy);
+        for seed in 0..40 {
+            let input = random_input(seed, 400);
+            // One line at a time, through a deduplicator that canonicalizes.
+            let one_by_one = UrlDedup::builder()
+                .hash_key(key)
+                .canonicalization(canon.policy().clone())
+                .build()
+                .unwrap();
+            let mut emit = emitter();
+            let whole = Block {
+                bytes: input.clone(),
+                at_start: true,
+                ..Block::default()
+            };
+            for (number, line) in (1..).zip(whole.lines(MAX_LEN)) {
+                let mut bytes = match line {
+                    Line::Text(t) => t.as_bytes().to_vec(),
+                    Line::Bytes(b) => b.to_vec(),
+                    Line::Empty => b" ".to_vec(),
+                    Line::TooLong(len) => "x".repeat(len).into_bytes(),
+                    Line::Control(c) => vec![b'a', c],
+                };
+                bytes.push(b'\n');
+                let one = Parsed::new(
+                    0,
+                    Block {
+                        bytes,
+                        at_start: true,
+                        ..Block::default()
+                    },
+                    MAX_LEN,
+                    None,
+                );
+                let decided = dedup_line(&one_by_one, &one);
+                emit.emit(("in", number), &one, &one.entries, decided, None)
+                    .unwrap();
+            }
+            let want = outcome(emit);
+
+            // Blocks of random sizes, canonicalized apart, decided on the canonical forms.
+            let blocks = UrlDedup::builder()
+                .hash_key(key)
+                .no_canonicalization()
+                .build()
+                .unwrap();
+            let mut emit = emitter();
+            let mut reader = BlockReader::new(&input[..], false, 1 + seed as usize * 37, MAX_LEN);
+            let mut number = 1;
+            while let Some(block) = reader.next_block().unwrap() {
+                let parsed = Parsed::new(0, block, MAX_LEN, Some(&canon));
+                emit.decide(&blocks, "in", number, &parsed, None).unwrap();
+                number += parsed.entries.len() as u64;
+            }
+            assert_eq!(outcome(emit), want, "seed {seed}");
+        }
     }
 
     #[test]
