@@ -158,8 +158,9 @@ pub(crate) struct Options {
     #[arg(long, default_value_t = 1e-6)]
     pub(crate) false_positive_rate: f64,
 
-    /// Seconds between checkpoints (the journal covers the time between them).
-    #[arg(long, default_value_t = 30)]
+    /// Seconds between checkpoints (the journal covers the time between them). A shared crawl
+    /// keeps its state in Redis and has no checkpoints.
+    #[arg(long, default_value_t = 30, conflicts_with = "redis")]
     pub(crate) checkpoint_secs: u64,
 
     /// No progress lines on stderr.
@@ -172,12 +173,12 @@ pub(crate) struct Options {
     pub(crate) redis: Option<String>,
 
     /// Name of the shared crawl in Redis; processes with the same name cooperate.
-    #[arg(long, default_value = "crawl", value_name = "NAME")]
+    #[arg(long, default_value = "crawl", value_name = "NAME", requires = "redis")]
     pub(crate) crawl_name: String,
 
     /// Membership lease of a process sharing a crawl: after this long without a heartbeat, its
     /// claimed URLs go back to the frontier for the others.
-    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    #[arg(long, default_value_t = 10_000, value_name = "MS", requires = "redis")]
     pub(crate) lease_ms: u64,
 
     /// Raise the stop flag of the shared crawl (--redis, --crawl-name): every process finishes
@@ -209,16 +210,16 @@ pub(crate) struct Options {
     pub(crate) queue_stripes: usize,
 
     /// A shared crawl's Redis unreachable at the start: give up after this long.
-    #[arg(long, default_value_t = 3_000, value_name = "MS")]
+    #[arg(long, default_value_t = 3_000, value_name = "MS", requires = "redis")]
     pub(crate) redis_first_contact_ms: u64,
 
     /// A shared crawl's Redis unreachable during the crawl: retry for this long, then stop.
-    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    #[arg(long, default_value_t = 30_000, value_name = "MS", requires = "redis")]
     pub(crate) redis_give_up_ms: u64,
 
     /// Longest entry count of the shared log stream in Redis (warnings and errors of every
     /// process).
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    #[arg(long, default_value_t = 1000, value_name = "N", requires = "redis")]
     pub(crate) log_cap: u64,
 }
 
@@ -400,6 +401,35 @@ mod tests {
         for bad in ["", "s", "10", "0s", "1.5s", "3w", "99999999999999999999d"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Options of one mode are refused in the other, with clap's message naming what is
+    /// missing or in conflict.
+    #[test]
+    fn options_of_one_mode_are_refused_in_the_other() {
+        for args in [
+            &["crawler", "http://h/", "--every", "1h"][..],
+            &["crawler", "http://h/", "--lease-ms", "500"],
+            &["crawler", "http://h/", "--log-cap", "10"],
+            &["crawler", "http://h/", "--queue-stripes", "4"],
+            &["crawler", "http://h/", "--crawl-name", "x"],
+            &["crawler", "http://h/", "--redis-give-up-ms", "10"],
+            &[
+                "crawler",
+                "http://h/",
+                "--redis",
+                "redis://r",
+                "--checkpoint-secs",
+                "5",
+            ],
+        ] {
+            let refused = Options::try_parse_from(args).unwrap_err().to_string();
+            assert!(
+                refused.contains("--redis") || refused.contains("cannot be used"),
+                "{args:?}: {refused}"
+            );
+        }
+        assert!(Options::try_parse_from(["crawler", "http://h/", "--redis", "redis://r"]).is_ok());
     }
 
     #[test]
