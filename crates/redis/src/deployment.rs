@@ -181,8 +181,10 @@ impl Deployment {
     }
 }
 
-/// The seeds of `urls`, comma-separated, with Nagle's algorithm off (see `link::client_for`).
-fn parse_seeds(urls: &str) -> Result<Vec<ConnectionInfo>> {
+/// The seeds of `urls`, comma-separated, with Nagle's algorithm off: a pipeline's last
+/// partial segment must not wait for the previous segment's (delayed) acknowledgement, which
+/// otherwise adds up to 40 ms to a batch.
+pub(crate) fn parse_seeds(urls: &str) -> Result<Vec<ConnectionInfo>> {
     use redis::io::tcp::TcpSettings;
     let seeds = urls
         .split(',')

@@ -117,6 +117,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cluster;
+mod connection;
 mod deployment;
 mod error;
 mod frontier;
@@ -136,6 +137,7 @@ mod task;
 pub mod testing;
 mod wire;
 
+pub use connection::Connection;
 pub use error::{Error, Result};
 pub use frontier::{Claim, Frontier, FrontierSettings};
 pub use ids::GlobalIds;

@@ -1,12 +1,15 @@
-//! One logical connection to Redis that survives restarts: a multiplexed
-//! [`ConnectionManager`] plus a retry loop with exponential backoff around every call.
+//! One logical connection to Redis that survives restarts: a multiplexed connection (to one
+//! server, or to every master of a Redis Cluster) plus a retry loop with exponential backoff
+//! around every call.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, RedisError, RedisResult};
+use redis::cluster::ClusterClient;
+use redis::{Client, ConnectionInfo, RedisError, RedisResult};
 
+use crate::connection::Connection;
 use crate::error::{Error, Result};
 
 /// How long and how often a call is retried while Redis is unreachable.
@@ -84,11 +87,17 @@ impl Backoff {
     }
 }
 
-/// A shared, self-healing connection to one Redis server.
+/// A shared, self-healing connection to one Redis server or to a Redis Cluster.
 ///
-/// Cheap to clone: clones share one multiplexed TCP connection, which carries pipelined
-/// requests from many tasks at once. When the connection breaks, the next call reconnects;
-/// calls that fail on a broken connection are retried under the [`Backoff`] policy.
+/// Cheap to clone: clones share one multiplexed TCP connection (per master, on a cluster),
+/// which carries pipelined requests from many tasks at once. When the connection breaks, the
+/// next call reconnects; calls that fail on a broken connection are retried under the
+/// [`Backoff`] policy.
+///
+/// A cluster is named by several comma-separated seed URLs
+/// (`redis://10.0.0.1:7000,redis://10.0.0.2:7000`), or by one URL of a node that says it is
+/// in cluster mode (`INFO cluster`). Each command then goes to the master serving its key's
+/// hash slot, following `MOVED` and `ASK` while slots move.
 ///
 /// # Examples
 ///
@@ -107,7 +116,7 @@ impl Backoff {
 #[derive(Clone)]
 pub struct Link {
     client: Client,
-    conn: ConnectionManager,
+    conn: Connection,
     backoff: Backoff,
 }
 
@@ -115,13 +124,15 @@ impl std::fmt::Debug for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Link")
             .field("server", &self.client.get_connection_info().addr())
+            .field("cluster", &self.conn.is_cluster())
             .field("backoff", &self.backoff)
             .finish_non_exhaustive()
     }
 }
 
 impl Link {
-    /// Connects to `url` (`redis://host:port/db`) with the default [`Backoff`].
+    /// Connects to `url` (`redis://host:port/db`, or comma-separated seeds of a cluster) with
+    /// the default [`Backoff`].
     ///
     /// # Errors
     ///
@@ -162,7 +173,11 @@ impl Link {
     /// # });
     /// ```
     pub async fn connect_with(url: &str, backoff: Backoff) -> Result<Self> {
-        let client = client_for(url)?;
+        let seeds = crate::deployment::parse_seeds(url)?;
+        let client = Client::open(seeds[0].clone()).map_err(|source| Error::Redis {
+            operation: "open client",
+            source,
+        })?;
         // The manager's own reconnect loop is kept short: the policy lives in `run`, which
         // sees every failure and owns the time budget.
         let config = ConnectionManagerConfig::new()
@@ -171,19 +186,40 @@ impl Link {
             .set_max_delay(backoff.max)
             .set_connection_timeout(Some(backoff.connect_timeout))
             .set_response_timeout(Some(backoff.response_timeout));
-        let conn =
+        let single =
             ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(|source| {
                 Error::Redis {
                     operation: "connect",
                     source,
                 }
             })?;
-        let link = Self {
+        let mut link = Self {
             client,
-            conn,
+            conn: Connection::single(single),
             backoff,
         };
         let mut retry = Retry::first_contact(&link.backoff);
+        // Several seeds name a cluster; one URL names a cluster when its server says so.
+        let cluster = seeds.len() > 1
+            || link
+                .run_with(&mut retry, "connect", |mut c| async move {
+                    let info: String = redis::cmd("INFO")
+                        .arg("cluster")
+                        .query_async(&mut c)
+                        .await?;
+                    Ok(info.contains("cluster_enabled:1"))
+                })
+                .await?;
+        if cluster {
+            let cluster = cluster_client(seeds, &backoff)?;
+            let conn = loop {
+                match cluster.get_async_connection().await {
+                    Ok(conn) => break conn,
+                    Err(e) => tokio::time::sleep(retry.failed("connect", e)?).await,
+                }
+            };
+            link.conn = Connection::cluster(conn);
+        }
         link.run_with(&mut retry, "connect", |mut c| async move {
             redis::cmd("PING").query_async::<()>(&mut c).await
         })
@@ -234,6 +270,8 @@ impl Link {
     }
 
     /// The underlying client, for dedicated connections (pub/sub) that cannot be multiplexed.
+    /// On a cluster, the first seed's: a message published on any node reaches the
+    /// subscribers of every node.
     ///
     /// # Examples
     ///
@@ -261,12 +299,12 @@ impl Link {
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let link = url_dedup_redis::Link::connect(&server.url()).await?;
     /// let mut conn = link.connection();
-    /// let n: u64 = redis::cmd("DBSIZE").query_async(&mut conn).await.unwrap();
+    /// let n: u64 = redis::cmd("EXISTS").arg("{c}:hits").query_async(&mut conn).await.unwrap();
     /// assert_eq!(n, 0);
     /// # Ok::<(), url_dedup_redis::Error>(())
     /// # }).unwrap();
     /// ```
-    pub fn connection(&self) -> ConnectionManager {
+    pub fn connection(&self) -> Connection {
         self.conn.clone()
     }
 
@@ -300,7 +338,7 @@ impl Link {
     /// ```
     pub async fn run<T, F, Fut>(&self, operation: &'static str, attempt: F) -> Result<T>
     where
-        F: FnMut(ConnectionManager) -> Fut,
+        F: FnMut(Connection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         self.run_with(&mut Retry::new(&self.backoff), operation, attempt)
@@ -314,7 +352,7 @@ impl Link {
         mut attempt: F,
     ) -> Result<T>
     where
-        F: FnMut(ConnectionManager) -> Fut,
+        F: FnMut(Connection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         loop {
@@ -384,34 +422,37 @@ impl<'a> Retry<'a> {
     }
 }
 
-/// A client for `url` whose TCP connections disable Nagle's algorithm: a pipeline's last
-/// partial segment must not wait for the previous segment's (delayed) acknowledgement, which
-/// otherwise adds up to 40 ms to a batch.
-pub(crate) fn client_for(url: &str) -> Result<Client> {
-    use redis::IntoConnectionInfo;
+/// A cluster client for `seeds` whose own retries (of `MOVED`, `ASK`, `TRYAGAIN` and lost
+/// nodes) are few and quick: the time budget belongs to [`Link::run`].
+fn cluster_client(seeds: Vec<ConnectionInfo>, backoff: &Backoff) -> Result<ClusterClient> {
     use redis::io::tcp::TcpSettings;
-    let info = url
-        .into_connection_info()
+    let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    ClusterClient::builder(seeds)
+        .connection_timeout(backoff.connect_timeout)
+        .response_timeout(backoff.response_timeout)
+        .retries(4)
+        .min_retry_wait(millis(backoff.initial))
+        .max_retry_wait(millis(backoff.max))
+        .tcp_settings(TcpSettings::default().set_nodelay(true))
+        .build()
         .map_err(|source| Error::Redis {
-            operation: "parse url",
+            operation: "open cluster client",
             source,
-        })?
-        .set_tcp_settings(TcpSettings::default().set_nodelay(true));
-    Client::open(info).map_err(|source| Error::Redis {
-        operation: "open client",
-        source,
-    })
+        })
 }
 
-/// Whether a retry on a fresh connection may succeed: the connection broke or timed out, or the
-/// server is still loading its data after a restart.
+/// Whether a retry on a fresh connection may succeed: the connection broke or timed out, the
+/// server is still loading its data after a restart, or a cluster is between two states (a
+/// slot in migration, a failover under way).
 pub(crate) fn is_transient(e: &RedisError) -> bool {
+    // Not `MOVED` or `ASK`: those are followed where they are met, never retried as they are.
     e.is_io_error()
+        || e.kind() == redis::ErrorKind::ClusterConnectionNotFound
         || e.is_connection_dropped()
         || e.is_connection_refusal()
         || e.is_timeout()
         || matches!(
             e.code(),
-            Some("LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN")
+            Some("LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "CLUSTERDOWN")
         )
 }

@@ -40,8 +40,9 @@ pub(crate) const WRITES_AT: u64 = 64;
 pub(crate) const LAYERS_AT: u64 = 128;
 /// Bit offset of the count of items admitted into the key's newest layer.
 pub(crate) const ADMITTED_AT: u64 = 192;
-/// Header values each command reads: generation, write count, layers, admitted.
-const HEADER_OPS: usize = 4;
+/// Values each command reads besides its bits: the header's generation, write count, layers
+/// and admitted, and the client's witness bit in the key (see [`Expect`]).
+pub(crate) const HEADER_OPS: usize = 5;
 /// Longest a client answers from its cache of known bits alone before it checks a key's
 /// header again: a reset is noticed within about this long even when every URL is known.
 const VERIFY_EVERY: Duration = Duration::from_secs(1);
@@ -604,6 +605,9 @@ pub struct RedisSegmentStore {
     /// Per data key, the highest write count its header has shown this client: a lower one
     /// later means the key lost writes.
     writes_seen: Box<[AtomicI64]>,
+    /// Per data key, one more than the offset of the last bit this client set there (0:
+    /// none yet); see [`Expect`].
+    witnesses: Box<[AtomicU64]>,
     /// The layers' shapes computed so far, layer 0 first (see [`layer`](Self::layer)).
     shapes: Mutex<Vec<LayerShape>>,
     /// Per data key, the layers it had when last met (see [`HEADER_BITS`]).
@@ -616,6 +620,8 @@ pub struct RedisSegmentStore {
     opened: Instant,
     /// When a data key's header was last checked.
     verified: AtomicU64,
+    /// The data key the next verification reads (they take turns).
+    verify_turn: AtomicU64,
 }
 
 impl std::fmt::Debug for RedisSegmentStore {
@@ -1050,6 +1056,7 @@ impl RedisSegmentStore {
             bits_sent: AtomicU64::new(0),
             bits_skipped: AtomicU64::new(0),
             writes_seen: (0..keys).map(|_| AtomicI64::new(0)).collect(),
+            witnesses: (0..keys).map(|_| AtomicU64::new(0)).collect(),
             layers_seen: (0..keys)
                 .map(|_| std::sync::atomic::AtomicU32::new(1))
                 .collect(),
@@ -1057,6 +1064,7 @@ impl RedisSegmentStore {
             redirections: AtomicU64::new(0),
             opened: Instant::now(),
             verified: AtomicU64::new(0),
+            verify_turn: AtomicU64::new(0),
         }
     }
 
@@ -1458,28 +1466,43 @@ impl RedisSegmentStore {
         }
     }
 
-    /// The write count of data key `key` that a command sent from now on must find at least:
-    /// the highest one this store has seen answered. Read before the command is sent, since
-    /// answers on other connections may arrive out of their order of execution.
-    pub(crate) fn writes_floor(&self, key: u64) -> i64 {
-        self.writes_seen
-            .get(key as usize)
-            .map_or(0, |seen| seen.load(Ordering::Relaxed))
+    /// What a command sent from now on must find in data key `key`. Read before the command
+    /// is sent, since answers on other connections may arrive out of their order of execution.
+    pub(crate) fn expect(&self, key: u64) -> Expect {
+        Expect {
+            floor: self
+                .writes_seen
+                .get(key as usize)
+                .map_or(0, |seen| seen.load(Ordering::Relaxed)),
+            witness: self
+                .witnesses
+                .get(key as usize)
+                .map_or(0, |w| w.load(Ordering::Relaxed)),
+        }
     }
 
-    /// Checks the header values a batch's commands read (per command, in order: generation,
-    /// write count, layers, admitted) against the generation and each command's floor (see
-    /// [`writes_floor`](Self::writes_floor)); returns each command's header.
+    /// Notes that this client set the bit at `offset` (past the header) of data key `key`:
+    /// the key's witness from now on.
+    pub(crate) fn witness(&self, key: u64, offset: u64) {
+        if let Some(w) = self.witnesses.get(key as usize) {
+            w.store(offset + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Checks the values a batch's commands read (per command, in order: generation, write
+    /// count, layers, admitted, witness bit) against the generation and what each command
+    /// expected (see [`expect`](Self::expect)); returns each command's header.
     pub(crate) fn check_headers(
         &self,
-        commands: impl Iterator<Item = (u64, i64)>,
+        commands: impl Iterator<Item = (u64, Expect)>,
         headers: &[i64],
     ) -> Result<Vec<KeyHeader>> {
         let mut out = Vec::new();
-        for ((key, floor), header) in commands.zip(headers.chunks(HEADER_OPS)) {
-            let &[generation, writes, layers, admitted] = header else {
+        for ((key, expect), header) in commands.zip(headers.chunks(HEADER_OPS)) {
+            let &[generation, writes, layers, admitted, witnessed] = header else {
                 return Err(corrupt(&self.options.prefix, "short BITFIELD header"));
             };
+            let floor = expect.floor;
             if generation != self.meta.generation {
                 let detail = if generation == 0 {
                     format!("data key {} is gone", self.data_key(key))
@@ -1491,6 +1514,13 @@ impl RedisSegmentStore {
             if writes < floor {
                 return Err(self.reset(&format!(
                     "data key {} went back from {floor} writes to {writes} \
+                     (a failover to a replica that missed writes?)",
+                    self.data_key(key)
+                )));
+            }
+            if expect.witness != 0 && witnessed == 0 {
+                return Err(self.reset(&format!(
+                    "a bit this client set in data key {} is 0 again \
                      (a failover to a replica that missed writes?)",
                     self.data_key(key)
                 )));
@@ -1541,18 +1571,16 @@ impl RedisSegmentStore {
 
     /// Reads data key `key`'s header alone and checks it.
     pub(crate) fn check_key(&self, key: u64) -> Result<KeyHeader> {
-        let floor = self.writes_floor(key);
+        let expect = self.expect(key);
         let data_key = self.data_key(key);
         let values: Vec<Option<i64>> = self.with_key("check filter", &data_key, |live| {
             let mut cmd = redis::cmd("BITFIELD_RO");
             cmd.arg(&data_key);
-            for at in [GENERATION_AT, WRITES_AT, LAYERS_AT, ADMITTED_AT] {
-                cmd.arg("GET").arg("i64").arg(at);
-            }
+            header_reads(&mut cmd, expect);
             cmd.query(&mut live.admin)
         })?;
         let header: Vec<i64> = values.into_iter().map(|v| v.unwrap_or(0)).collect();
-        let mut checked = self.check_headers(std::iter::once((key, floor)), &header)?;
+        let mut checked = self.check_headers(std::iter::once((key, expect)), &header)?;
         checked
             .pop()
             .ok_or_else(|| corrupt(&data_key, "BITFIELD_RO answered no header"))
@@ -1569,8 +1597,22 @@ impl RedisSegmentStore {
         self.options.data_key(index, self.data_keys())
     }
 
-    /// Number of Redis strings holding segments.
-    pub(crate) fn data_keys(&self) -> u64 {
+    /// Number of Redis strings holding segments (of each layer, for a growing filter).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("data_keys example") else { return Ok(()) };
+    /// use url_dedup_bloom::SipHash13;
+    /// use url_dedup_redis::{SharedFilter, StoreOptions};
+    ///
+    /// let seen: SharedFilter<SipHash13> =
+    ///     SharedFilter::open(&server.url(), StoreOptions::new("seen"), 10_000, 0.01)?;
+    /// assert_eq!(seen.store().data_keys(), 1); // 12 KiB fit in one string
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn data_keys(&self) -> u64 {
         self.meta.data_keys()
     }
 
@@ -1632,7 +1674,8 @@ impl RedisSegmentStore {
             layout.offsets(probes[i]).map(move |offset| base + offset)
         });
         let ops = members.len() * layout.hashes() as usize;
-        pack_bitfield_command(packed, set, &self.data_key(key), 0, ops, offsets);
+        let expect = self.expect(key);
+        pack_bitfield_command(packed, set, &self.data_key(key), 0, expect, ops, offsets);
     }
 
     /// The batch's probe indexes sorted by data key; stable, so a repeat sees its first
@@ -1744,7 +1787,7 @@ impl RedisSegmentStore {
                 Some(&(k, _)) if k == key && ops + sent <= MAX_OPS_PER_COMMAND => ops += sent,
                 _ => {
                     plan.commands.push((key, 0));
-                    plan.floors.push(self.writes_floor(key));
+                    plan.floors.push(self.expect(key));
                     ops = sent;
                 }
             }
@@ -1768,6 +1811,7 @@ impl RedisSegmentStore {
             set,
             &self.data_key(key),
             admitted,
+            plan.floors[c],
             to - from,
             plan.offsets[from..to].iter().copied(),
         );
@@ -1936,8 +1980,10 @@ impl RedisSegmentStore {
             plan.epoch = known.epoch();
             plan.skipped = (probes.len() * k) as u64;
             if self.verification_due() {
-                let key = self.locate(probes[0].segment).0;
-                self.check_key(key)?;
+                // Every key in turn: on a cluster, a failover resets the keys of one master
+                // only, and a client whose cache answers everything still hears of it.
+                let turn = self.verify_turn.fetch_add(1, Ordering::Relaxed);
+                self.check_key(turn % self.data_keys())?;
             }
         } else {
             let order = self.key_order(probes);
@@ -2043,6 +2089,13 @@ impl RedisSegmentStore {
                 olds.iter().all(|&b| b == 1)
             };
         }
+        if set {
+            // Each key's witness: the last bit its command set (1 from now on, whatever it
+            // was before).
+            for &(key, items_end) in &plan.commands {
+                self.witness(key, plan.offsets[plan.items[items_end - 1].1 - 1]);
+            }
+        }
         if let Some(known) = known.filter(|_| !bits.is_empty()) {
             // After SET every bit sent is 1, whatever it was; after GET those answered 1 are.
             // Not if a connection was opened since planning: the answers may be the old one's.
@@ -2084,10 +2137,7 @@ impl RedisSegmentStore {
             // Tries of this round: more than one means a try failed on the wire, possibly
             // after its EXEC ran. A conflict (EXEC answered nil) is a new round, not a failure.
             let mut tries = 0u32;
-            let floors: Vec<i64> = groups
-                .iter()
-                .map(|&(key, _)| self.writes_floor(key))
-                .collect();
+            let floors: Vec<Expect> = groups.iter().map(|&(key, _)| self.expect(key)).collect();
             let committed = self.with_connection("optimistic check and insert", |live| {
                 tries += 1;
                 // The WATCH reply is skipped; one reply per BITFIELD_RO follows.
@@ -2160,6 +2210,35 @@ impl RedisSegmentStore {
     }
 }
 
+/// What a client expects of a data key, checked by every command on it: the key's write
+/// count must be at least the highest this client has seen (`floor`), and the witness, the
+/// last bit this client's commands set there (its offset past the header, plus one; 0 for
+/// none), must still be 1. Bits are never cleared, so a 0 there means the key lost writes this
+/// client saw done: a failover to a replica that missed them, or an older copy restored. The
+/// write count alone can miss that, since other clients' writes after the loss raise it again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Expect {
+    pub(crate) floor: i64,
+    pub(crate) witness: u64,
+}
+
+/// Appends the reads of a data key's header and of the client's witness bit to a
+/// `BITFIELD_RO` command, in the order [`RedisSegmentStore::check_headers`] takes them.
+pub(crate) fn header_reads(cmd: &mut redis::Cmd, expect: Expect) {
+    for at in [GENERATION_AT, WRITES_AT, LAYERS_AT, ADMITTED_AT] {
+        cmd.arg("GET").arg("i64").arg(at);
+    }
+    cmd.arg("GET").arg("u1").arg(witness_at(expect));
+}
+
+/// Where a command reads the witness bit: without one, any bit (the answer is not checked).
+fn witness_at(expect: Expect) -> u64 {
+    match expect.witness {
+        0 => 0,
+        w => HEADER_BITS + w - 1,
+    }
+}
+
 /// What a command read from its data key's header.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KeyHeader {
@@ -2204,8 +2283,8 @@ impl BatchReport {
 struct Plan {
     /// Per command: its data key and the end of its items in `items`.
     commands: Vec<(u64, usize)>,
-    /// Per command: the write count its key must show (see `writes_floor`).
-    floors: Vec<i64>,
+    /// Per command: what its key must show (see [`RedisSegmentStore::expect`]).
+    floors: Vec<Expect>,
     /// Per item sent, in command order: its probe index and the end of its bits in `offsets`.
     items: Vec<(usize, usize)>,
     /// The bits to send, as offsets inside their data key.
@@ -2430,16 +2509,18 @@ impl RedisSegmentStore {
 /// ...` command of `ops` bit operations, one per offset of a segment's data (the header's size
 /// is added here). Each command first reads the key's header, in the same atomic command: its
 /// generation, and its write count, which a writing command also increments.
+#[allow(clippy::too_many_arguments)]
 fn pack_bitfield_command(
     packed: &mut Packed,
     set: bool,
     key: &str,
     admitted: u64,
+    expect: Expect,
     ops: usize,
     offsets: impl Iterator<Item = u64>,
 ) {
     let per_op = if set { 4 } else { 3 };
-    let header_args = if set { 3 + 4 + 3 + 4 } else { 3 * 4 };
+    let header_args = if set { 3 + 4 + 3 + 4 } else { 3 * 4 } + 3;
     packed.command(2 + header_args + ops * per_op);
     packed.bulk(if set { b"BITFIELD" } else { b"BITFIELD_RO" });
     packed.bulk(key.as_bytes());
@@ -2470,6 +2551,9 @@ fn pack_bitfield_command(
         packed.bulk(b"i64");
         packed.bulk_u64(ADMITTED_AT);
     }
+    packed.bulk(b"GET");
+    packed.bulk(b"u1");
+    packed.bulk_u64(witness_at(expect));
     // The fixed parts of each operation, pre-encoded.
     let (head, tail): (&[u8], &[u8]) = if set {
         (b"$3\r\nSET\r\n$2\r\nu1\r\n", b"$1\r\n1\r\n")

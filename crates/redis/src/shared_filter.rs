@@ -36,7 +36,8 @@ use url_dedup_segmented::{
 
 use crate::error::{Error, Result};
 use crate::segment_store::{
-    HEADER_BITS, KeyHeader, LayerShape, RedisSegmentStore, StoreOptions, Uncertain,
+    HEADER_BITS, HEADER_OPS, KeyHeader, LayerShape, RedisSegmentStore, StoreOptions, Uncertain,
+    header_reads,
 };
 
 /// Rounds of re-planning a batch whose keys keep growing under it: growth adds one layer per
@@ -650,13 +651,11 @@ impl<H: ItemHasher> SharedFilter<H> {
             .map(|j| self.store.layer(j))
             .collect::<Result<_>>()?;
         let data_key = self.store.data_key(key);
-        let floor = self.store.writes_floor(key);
+        let expect = self.store.expect(key);
         let values: Vec<i64> = self.store.with_key("read layers", &data_key, |live| {
             let mut cmd = redis::cmd("BITFIELD_RO");
             cmd.arg(&data_key);
-            for at in [0u64, 64, 128, 192] {
-                cmd.arg("GET").arg("i64").arg(at);
-            }
+            header_reads(&mut cmd, expect);
             for &i in members {
                 for shape in &shapes {
                     for offset in Self::offsets(shape, digests[i]) {
@@ -666,10 +665,10 @@ impl<H: ItemHasher> SharedFilter<H> {
             }
             cmd.query(&mut live.admin)
         })?;
-        let (header, bits) = values.split_at(4.min(values.len()));
+        let (header, bits) = values.split_at(HEADER_OPS.min(values.len()));
         let met = self
             .store
-            .check_headers(std::iter::once((key, floor)), header)?;
+            .check_headers(std::iter::once((key, expect)), header)?;
         if met.first().map(|h| h.layers) != Some(planned) {
             return Ok(None);
         }
@@ -702,7 +701,7 @@ impl<H: ItemHasher> SharedFilter<H> {
         let data_key = self.store.data_key(key);
         let token = format!("{data_key}:t:{:016x}", crate::namespace::random_u64());
         let generation = self.store.generation_bytes();
-        let floor = self.store.writes_floor(key);
+        let expect = self.store.expect(key);
         let mut attempts = 0;
         let reply: Vec<i64> = self
             .store
@@ -714,7 +713,8 @@ impl<H: ItemHasher> SharedFilter<H> {
                     .arg(&generation[..])
                     .arg(layers)
                     .arg(members.len())
-                    .arg(self.store.options().token_ttl_ms());
+                    .arg(self.store.options().token_ttl_ms())
+                    .arg(expect.witness.checked_sub(1).map_or(0, |w| HEADER_BITS + w));
                 for shape in &shapes {
                     call.arg(shape.layout.hashes());
                 }
@@ -734,10 +734,16 @@ impl<H: ItemHasher> SharedFilter<H> {
                 self.note(key, *now);
                 Ok(Admitted::Replan)
             }
-            [l, writes, admitted, verdicts @ ..] if verdicts.len() == members.len() => {
-                let header = [i64::from_be_bytes(generation), *writes, *l, *admitted];
+            [l, writes, admitted, witnessed, verdicts @ ..] if verdicts.len() == members.len() => {
+                let header = [
+                    i64::from_be_bytes(generation),
+                    *writes,
+                    *l,
+                    *admitted,
+                    *witnessed,
+                ];
                 self.store
-                    .check_headers(std::iter::once((key, floor)), &header)?;
+                    .check_headers(std::iter::once((key, expect)), &header)?;
                 // A retried call whose first attempt ran found its token and said so above.
                 let _ = attempts;
                 Ok(Admitted::Verdicts {

@@ -1,11 +1,16 @@
 //! Every shared structure on a real Redis Cluster: 3 masters with a replica each, on loopback.
 
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use url_dedup_bloom::SipHash13;
 use url_dedup_redis::cluster::key_slot;
-use url_dedup_redis::testing::RedisCluster;
-use url_dedup_redis::{SharedFilter, StoreOptions};
+use url_dedup_redis::testing::{RedisCluster, runtime};
+use url_dedup_redis::{
+    Error, Frontier, GlobalIds, LeaderLease, Link, Membership, Namespace, NewTask, SharedConfig,
+    SharedFilter, StoreOptions, WorkerId,
+};
 
 #[test]
 fn the_test_cluster_starts_and_reshards() {
@@ -188,4 +193,247 @@ fn a_failover_keeps_what_replicas_acknowledged() {
     let late: Filter = SharedFilter::open(&url, options(), 20_000, 1e-6).unwrap();
     let again = late.try_check_and_insert_batch(&urls(0..6_000)).unwrap();
     assert!(again.iter().all(|&n| !n), "a URL admitted twice");
+}
+
+/// Drains `ns`'s frontier with `workers` workers, each on its own link, until it is empty
+/// and `more` is false; returns the URLs each acknowledged.
+async fn drain(
+    url: &str,
+    ns: &Namespace,
+    workers: usize,
+    more: &'static AtomicBool,
+) -> Vec<String> {
+    let mut handles = Vec::new();
+    for w in 0..workers {
+        let (url, ns) = (url.to_owned(), ns.clone());
+        handles.push(tokio::spawn(async move {
+            let link = Link::connect(&url).await.unwrap();
+            let frontier = Frontier::new(link.clone(), ns.clone());
+            let me = WorkerId::new(&format!("w{w}")).unwrap();
+            let members = Membership::new(link, ns);
+            members.join(&me).await.unwrap();
+            let mut done = Vec::new();
+            loop {
+                assert!(members.heartbeat(&me).await.unwrap(), "membership lost");
+                let more = more.load(Ordering::Acquire);
+                let Some(task) = frontier
+                    .claim_wait(&me, Duration::from_millis(300))
+                    .await
+                    .unwrap()
+                else {
+                    if more {
+                        continue;
+                    }
+                    break;
+                };
+                // A worker that takes a moment per page, so that slots move under a crawl.
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                assert!(frontier.ack(&task).await.unwrap(), "a task acked twice");
+                done.push(task.url().to_owned());
+            }
+            done
+        }));
+    }
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(h.await.unwrap());
+    }
+    all
+}
+
+fn tasks(hosts: usize, per_host: usize) -> Vec<NewTask> {
+    (0..per_host)
+        .flat_map(|i| {
+            (0..hosts).map(move |h| {
+                NewTask::from_url(&format!("https://site{h}.example/page/{i}")).unwrap()
+            })
+        })
+        .collect()
+}
+
+fn assert_each_once(done: Vec<String>, pushed: &[NewTask]) {
+    let mut done = done;
+    done.sort();
+    let mut expected: Vec<String> = pushed.iter().map(|t| t.url().to_owned()).collect();
+    expected.sort();
+    assert_eq!(done, expected, "a task lost or done twice");
+}
+
+/// The coordination structures (ids, membership, leader lease, shared config, frontier) run
+/// unchanged on a cluster, named by its seeds or by any one node.
+#[test]
+fn coordination_runs_on_a_cluster() {
+    let Some(cluster) = RedisCluster::start_or_skip("cluster coordination", 3, 0) else {
+        return;
+    };
+    runtime().block_on(async {
+        let link = Link::connect(&cluster.url()).await.unwrap();
+        assert!(link.connection().is_cluster());
+        let one = format!("redis://127.0.0.1:{}/", cluster.masters()[1].port);
+        assert!(Link::connect(&one).await.unwrap().connection().is_cluster());
+
+        let ns = Namespace::new("coord").unwrap();
+        let ids = GlobalIds::new(link.clone(), ns.clone());
+        assert!(ids.next().await.unwrap() < ids.next().await.unwrap());
+        let me = WorkerId::new("w0").unwrap();
+        let members = Membership::new(link.clone(), ns.clone());
+        members.join(&me).await.unwrap();
+        assert_eq!(members.live().await.unwrap(), vec![me.clone()]);
+        let lease = LeaderLease::new(link.clone(), ns.clone());
+        let epoch = lease.try_acquire(&me).await.unwrap().expect("leader");
+        assert_eq!(lease.current().await.unwrap(), Some((me.clone(), epoch)));
+        let config = SharedConfig::new(link.clone(), ns.clone());
+        config.set_fenced(epoch, &[("delay", "250")]).await.unwrap();
+        assert_eq!(config.snapshot().await.unwrap().get("delay"), Some("250"));
+
+        let pushed = tasks(20, 10);
+        Frontier::new(link, ns.clone()).push(&pushed).await.unwrap();
+        static NO_MORE: AtomicBool = AtomicBool::new(false);
+        assert_each_once(drain(&cluster.url(), &ns, 3, &NO_MORE).await, &pushed);
+    });
+}
+
+/// A frontier's slot moves to another master while workers claim and acknowledge, then to
+/// a master added for it, which is then removed; tasks are pushed before, during and after
+/// the moves: every task is done once.
+#[test]
+fn a_frontier_keeps_its_tasks_while_its_slot_moves() {
+    let Some(mut cluster) = RedisCluster::start_or_skip("cluster frontier moves", 3, 0) else {
+        return;
+    };
+    let ns = Namespace::new("moving-queue").unwrap();
+    let slot = key_slot(ns.key("ready").as_bytes());
+    let url = cluster.url();
+    let pushed = tasks(40, 30);
+    let (first, rest) = pushed.split_at(400);
+    let (during, after) = rest.split_at(400);
+    let push = |tasks: &[NewTask]| {
+        runtime().block_on(async {
+            let link = Link::connect(&url).await.unwrap();
+            Frontier::new(link, ns.clone()).push(tasks).await.unwrap();
+        })
+    };
+    push(first);
+    static MORE: AtomicBool = AtomicBool::new(true);
+    let (owner, done) = std::thread::scope(|s| {
+        let mover = s.spawn(|| {
+            let slots_of = |cluster: &RedisCluster, port: u16| {
+                cluster
+                    .masters()
+                    .iter()
+                    .find(|m| m.port == port)
+                    .map_or(0, |m| m.slots)
+            };
+            let owner = cluster.master_of(slot).unwrap();
+            let other = cluster
+                .masters()
+                .into_iter()
+                .find(|m| m.port != owner)
+                .unwrap();
+            cluster
+                .reshard(owner, other.port, slots_of(&cluster, owner))
+                .unwrap();
+            push(during);
+            let added = cluster.add_master().unwrap();
+            cluster
+                .reshard(other.port, added, slots_of(&cluster, other.port))
+                .unwrap();
+            assert_eq!(cluster.master_of(slot), Some(added));
+            cluster.remove_master(added).unwrap();
+            push(after);
+            MORE.store(false, Ordering::Release);
+            cluster.master_of(slot)
+        });
+        let done = runtime().block_on(drain(&url, &ns, 4, &MORE));
+        (mover.join().unwrap(), done)
+    });
+    assert!(owner.is_some());
+    assert_each_once(done, &pushed);
+}
+
+/// A master dies before its replica got its last writes (replication is asynchronous and
+/// here cut on purpose), and that replica takes over: a client that saw those writes is told
+/// the store went back ([`Error::StoreReset`]) instead of admitting their URLs again.
+#[test]
+fn a_promoted_replica_that_missed_writes_is_detected() {
+    let Some(mut cluster) = RedisCluster::start_or_skip("cluster lost writes", 3, 1) else {
+        return;
+    };
+    let url = cluster.url();
+    let seen: Filter =
+        SharedFilter::open(&url, StoreOptions::new("lagging"), 50_000, 1e-6).unwrap();
+    let blind_options = StoreOptions {
+        known_bits_limit: 0,
+        ..StoreOptions::new("lagging")
+    };
+    let blind: Filter = SharedFilter::join(&url, blind_options).unwrap();
+    let admit = |filter: &Filter, urls: &[String]| filter.try_check_and_insert_batch(urls);
+    // The master of slot 0 holds the first data keys; its replica is cut off below.
+    let victim = cluster.master_of(0).unwrap();
+    let before = urls(0..1_000);
+    assert!(admit(&seen, &before).unwrap().iter().all(|&n| n));
+    // Both clients connect to every master before the cut (new logins fail after it).
+    assert!(admit(&blind, &before).unwrap().iter().all(|&n| !n));
+    // The replica holds all of it, then replication is cut: the replica cannot log in again.
+    let master = redis::Client::open(format!("redis://127.0.0.1:{victim}/")).unwrap();
+    let mut admin = master.get_connection().unwrap();
+    let caught_up = (0..200).any(|_| {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut admin)
+            .unwrap();
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let offset = field("master_repl_offset:").unwrap_or("?").to_owned();
+        let replica = field("slave0:").unwrap_or("");
+        std::thread::sleep(Duration::from_millis(50));
+        replica.contains("state=online") && replica.contains(&format!("offset={offset},"))
+    });
+    assert!(caught_up, "the replica never caught up");
+    let () = redis::cmd("CONFIG")
+        .arg(&["SET", "requirepass", "cut-off"][..])
+        .query(&mut admin)
+        .unwrap();
+    let _: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "replica"][..])
+        .query(&mut admin)
+        .unwrap();
+    let missed = urls(1_000..2_000);
+    assert!(admit(&seen, &missed).unwrap().iter().all(|&n| n));
+    assert!(admit(&blind, &missed).unwrap().iter().all(|&n| !n));
+    cluster.kill_and_fail_over(victim).unwrap();
+    // A client that joins now admits many URLs: the keys' write counts climb past what the
+    // first clients saw, and only the bits they set tell the loss.
+    let late: Filter = SharedFilter::join(&url, StoreOptions::new("lagging")).unwrap();
+    for part in urls(2_000..12_000).chunks(200) {
+        admit(&late, part).unwrap();
+    }
+    // A client whose cache knows every bit it asks for reads one key's header a second,
+    // every key in turn: it hears of the reset within a pass over the keys.
+    let mut detected = false;
+    for _ in 0..seen.store().data_keys() * 2 {
+        match admit(&seen, &missed) {
+            Err(Error::StoreReset { detail, .. }) => {
+                eprintln!("detected: {detail}");
+                assert!(detail.contains("is 0 again"), "{detail}");
+                detected = true;
+                break;
+            }
+            Ok(new) => assert!(new.iter().all(|&n| !n)),
+            Err(e) => panic!("{e}"),
+        }
+        std::thread::sleep(Duration::from_millis(1_050));
+    }
+    assert!(detected, "the cached client never heard of the reset");
+    // A client without a cache meets its witnesses in its next batch.
+    match admit(&blind, &missed) {
+        Err(Error::StoreReset { detail, .. }) => {
+            eprintln!("detected: {detail}");
+            assert!(detail.contains("is 0 again"), "{detail}");
+        }
+        other => panic!("a promoted replica that missed writes went unnoticed: {other:?}"),
+    }
 }

@@ -176,6 +176,47 @@ fn a_key_that_lost_writes_is_a_reset() {
     assert_reset(seen.try_check_and_insert_batch(&urls(100..110)));
 }
 
+/// The same loss, after which other clients' writes raise the key's write count past what
+/// the first client saw: only the bits it set tell the loss (a client that knew only the
+/// count once carried on and admitted its lost URLs again).
+#[test]
+fn lost_writes_show_after_others_wrote_over_them() {
+    let Some(server) = RedisServer::start_or_skip("lost writes masked") else {
+        return;
+    };
+    // One data key (the filter is far under 1 MiB), no cache of known bits.
+    let options = || StoreOptions {
+        known_bits_limit: 0,
+        ..quick("masked")
+    };
+    let layout = RedisSegmentStore::layout_for(100_000, 0.01).unwrap();
+    let hasher = SipHash13::new(HashKey::from_bytes([9; 16]));
+    let first = RedisSegmentStore::create_filter(&server.url(), options(), layout, hasher, 100_000)
+        .unwrap();
+    first.try_check_and_insert_batch(&urls(0..10)).unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let old: Vec<u8> = redis::cmd("DUMP").arg("masked:0").query(&mut conn).unwrap();
+    first.try_check_and_insert_batch(&urls(10..100)).unwrap();
+    redis::cmd("RESTORE")
+        .arg("masked:0")
+        .arg(0)
+        .arg(old)
+        .arg("REPLACE")
+        .query::<()>(&mut conn)
+        .unwrap();
+    let other = RedisSegmentStore::join::<SipHash13>(&server.url(), options()).unwrap();
+    for i in 0..20u32 {
+        other
+            .try_check_and_insert_batch(&urls(1_000 * (i + 1)..1_000 * (i + 1) + 10))
+            .unwrap();
+    }
+    match first.try_check_and_insert_batch(&urls(10..100)) {
+        Err(Error::StoreReset { detail, .. }) => assert!(detail.contains("is 0 again"), "{detail}"),
+        other => panic!("lost writes went unnoticed: {other:?}"),
+    }
+}
+
 /// Opening a filter on a Redis that is not there once blocked for about 30 s.
 #[test]
 fn an_unreachable_redis_is_reported_within_the_first_contact_budget() {

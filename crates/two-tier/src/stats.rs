@@ -138,7 +138,7 @@ pub(crate) async fn counted<T, F, Fut>(
     attempt: F,
 ) -> crate::Result<T>
 where
-    F: FnMut(redis::aio::ConnectionManager) -> Fut,
+    F: FnMut(url_dedup_redis::Connection) -> Fut,
     Fut: std::future::Future<Output = redis::RedisResult<T>>,
 {
     counters.round_trip();

@@ -5,27 +5,30 @@
 -- copied into the newest layer (which would fill it before its time).
 -- KEYS: 1 the data key, 2 this call's token key (in the data key's hash slot)
 -- ARGV: 1 the filter's generation as 8 big-endian bytes, 2 the layer count L the caller
---       planned for, 3 how many items, 4 the token's lifetime in ms, 5..4+L the bits per
---       item in each layer (oldest first), then per item its bit offsets in the key, layer
---       after layer.
--- Returns {L, writes, admitted, verdict...} with a verdict of 1 (new) or 0 per item;
+--       planned for, 3 how many items, 4 the token's lifetime in ms, 5 the offset of the
+--       caller's witness bit (a bit it set, which must still be 1), 6..5+L the bits per item
+--       in each layer (oldest first), then per item its bit offsets in the key, layer after
+--       layer.
+-- Returns {L, writes, admitted, witness bit, verdict...} with a verdict of 1 (new) or 0 per
+-- item;
 -- {-1, layers} when the key has another layer count than planned (plan again); {-2} when
 -- this call already ran (its reply was lost: the token exists).
 if redis.call('EXISTS', KEYS[2]) == 1 then return {-2} end
 if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[1] then
   return redis.error_reply('STORERESET the data key is gone or of another generation')
 end
-local header = redis.call('BITFIELD', KEYS[1], 'GET', 'i64', 128, 'INCRBY', 'i64', 64, 1)
+local header = redis.call('BITFIELD', KEYS[1], 'GET', 'i64', 128, 'INCRBY', 'i64', 64, 1,
+  'GET', 'u1', ARGV[5])
 local L = tonumber(ARGV[2])
 if header[1] ~= L then return {-1, header[1]} end
 local items = tonumber(ARGV[3])
 local ks, per_item = {}, 0
 for j = 1, L do
-  ks[j] = tonumber(ARGV[4 + j])
+  ks[j] = tonumber(ARGV[5 + j])
   per_item = per_item + ks[j]
 end
 local older = per_item - ks[L]
-local first = 5 + L
+local first = 6 + L
 -- Reads of every item's older-layer bits, in chunks that keep the argument list short.
 local bits = {}
 local function flush(args, out)
@@ -70,7 +73,7 @@ for i = 0, items - 1 do
   end
 end
 flush(args, olds)
-local out, admitted = {L, header[2], 0}, 0
+local out, admitted = {L, header[2], 0, header[3]}, 0
 at = 0
 for i = 0, items - 1 do
   local new = 0

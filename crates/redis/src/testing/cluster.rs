@@ -47,6 +47,8 @@ pub struct ClusterNode {
     pub failed: bool,
     /// How many slots it serves.
     pub slots: usize,
+    /// The ranges of slots it serves.
+    pub ranges: Vec<std::ops::RangeInclusive<u16>>,
 }
 
 impl RedisCluster {
@@ -171,6 +173,23 @@ impl RedisCluster {
             .into_iter()
             .filter(|n| n.master && !n.failed && n.slots > 0)
             .collect()
+    }
+
+    /// The port of the master serving `slot`, as a live node sees it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = url_dedup_redis::testing::RedisCluster::start(3, 0)?;
+    /// let slot = url_dedup_redis::cluster::key_slot(b"{crawl}:ready");
+    /// assert!(cluster.master_of(slot).is_some());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn master_of(&self, slot: u16) -> Option<u16> {
+        self.masters()
+            .into_iter()
+            .find(|m| m.ranges.iter().any(|r| r.contains(&slot)))
+            .map(|m| m.port)
     }
 
     /// Starts a new empty master and joins it to the cluster; returns its port. It serves no
@@ -342,7 +361,10 @@ impl RedisCluster {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(io::Error::other("no replica took over"));
+                return Err(io::Error::other(format!(
+                    "no replica took over: {:?}",
+                    self.nodes()
+                )));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -438,23 +460,27 @@ fn parse_nodes(text: &str) -> Vec<ClusterNode> {
                 .parse()
                 .ok()?;
             let flags = fields.get(2)?;
-            let slots = fields
+            // Slots being imported or migrated (`[slot->-id]`) are not served yet.
+            let ranges: Vec<std::ops::RangeInclusive<u16>> = fields
                 .iter()
                 .skip(8)
                 .filter(|f| !f.starts_with('['))
-                .map(|range| match range.split_once('-') {
-                    Some((a, b)) => {
-                        b.parse::<usize>().unwrap_or(0) + 1 - a.parse::<usize>().unwrap_or(0)
+                .filter_map(|range| match range.split_once('-') {
+                    Some((a, b)) => Some(a.parse().ok()?..=b.parse().ok()?),
+                    None => {
+                        let slot = range.parse().ok()?;
+                        Some(slot..=slot)
                     }
-                    None => 1,
                 })
-                .sum();
+                .collect();
+            let slots = ranges.iter().map(|r| r.clone().count()).sum();
             Some(ClusterNode {
                 id: (*fields.first()?).to_owned(),
                 port,
                 master: flags.contains("master"),
                 failed: flags.contains("fail") && !flags.contains("pfail"),
                 slots,
+                ranges,
             })
         })
         .collect()

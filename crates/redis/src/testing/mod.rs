@@ -299,8 +299,11 @@ impl RedisServer {
             cmd.args(["--appendonly", "no"]);
         }
         if self.cluster {
-            // A short node timeout: a killed master is failed over within seconds.
+            // A short node timeout: a killed master is failed over within seconds; and its
+            // replica takes over however long it was cut off from it (validity factor 0), the
+            // setting that favours availability and so may lose the most writes.
             cmd.args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1500"])
+                .args(["--cluster-replica-validity-factor", "0"])
                 .arg("--cluster-config-file")
                 .arg(dir.join("nodes.conf"));
         }
