@@ -171,6 +171,24 @@ impl Shared {
         }
     }
 
+    /// Offers the seeds (again, in a shared crawl going on after Redis lost its data).
+    pub(crate) fn offer_seeds(&self) {
+        self.offer(self.seeds());
+    }
+
+    fn seeds(&self) -> Vec<Candidate> {
+        self.config
+            .seeds
+            .iter()
+            .map(|url| Candidate {
+                url: url.clone(),
+                depth: 0,
+                hops: 0,
+                kind: JobKind::Page,
+            })
+            .collect()
+    }
+
     /// Completes a job that produced no response (a failure, or a rule applied at dispatch).
     pub(crate) fn give_up(&self, job: &Job, problem: Option<(SkipReason, String)>) {
         match &self.backend {
@@ -398,17 +416,7 @@ pub(crate) async fn run(
         .map(|inbox| tokio::spawn(worker::run(shared.clone(), inbox, shared.stop.subscribe())))
         .collect();
 
-    let seeds: Vec<Candidate> = shared
-        .config
-        .seeds
-        .iter()
-        .map(|url| Candidate {
-            url: url.clone(),
-            depth: 0,
-            hops: 0,
-            kind: JobKind::Page,
-        })
-        .collect();
+    let seeds = shared.seeds();
     let mut tasks = Vec::new();
     if let Some(mut state) = shared.local() {
         // The run queue of an interrupted crawl first, then the seeds (already seen when
@@ -527,7 +535,8 @@ fn explain_reset(e: CrawlError) -> CrawlError {
             "{e}\nRedis lost the shared crawl's data (a restart without persistence, a flush, \
              an eviction): its run queue and done set are gone, so this process stopped \
              instead of taking an empty queue for a finished crawl. Pages already fetched \
-             would be fetched again by a new crawl under the same name."
+             would be fetched again by a new crawl under the same name; \
+             --after-redis-reset continue goes on from the seeds instead."
         ))
     } else {
         e

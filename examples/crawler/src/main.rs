@@ -134,6 +134,8 @@ fn main() -> ExitCode {
                     every: options.every,
                     backoff: options.redis_backoff(),
                     stripes: options.queue_stripes,
+                    continue_after_reset: options.after_redis_reset
+                        == options::AfterReset::Continue,
                 })
             }
             None => None,

@@ -217,10 +217,25 @@ pub(crate) struct Options {
     #[arg(long, default_value_t = 30_000, value_name = "MS", requires = "redis")]
     pub(crate) redis_give_up_ms: u64,
 
+    /// What a shared crawl does when Redis lost its data (a restart without persistence, a
+    /// flush): stop (the default), or continue from the seeds, saying in the shared log that
+    /// every page fetched before may be fetched again.
+    #[arg(long, value_enum, default_value_t = AfterReset::Stop, requires = "redis")]
+    pub(crate) after_redis_reset: AfterReset,
+
     /// Longest entry count of the shared log stream in Redis (warnings and errors of every
     /// process).
     #[arg(long, default_value_t = 1000, value_name = "N", requires = "redis")]
     pub(crate) log_cap: u64,
+}
+
+/// What a shared crawl does when Redis lost its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum AfterReset {
+    /// Stop, saying what happened.
+    Stop,
+    /// Start the run queue again from the seeds; pages fetched before may be fetched again.
+    Continue,
 }
 
 /// Everything a crawl needs to know, checked.

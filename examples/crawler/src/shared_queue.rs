@@ -79,6 +79,8 @@ pub(crate) struct SharedSettings {
     pub(crate) backoff: url_dedup_redis::Backoff,
     /// Frontiers the run queue is split into.
     pub(crate) stripes: usize,
+    /// After Redis lost the crawl's data: start again from the seeds instead of stopping.
+    pub(crate) continue_after_reset: bool,
 }
 
 /// A job's claim on the shared frontier, given back when the page is committed.
@@ -112,7 +114,17 @@ struct Keys {
 pub(crate) struct SharedQueue {
     pub(crate) me: WorkerId,
     pub(crate) name: String,
-    stripes: Vec<Frontier>,
+    /// The run queue's stripes and the done set, replaced together when the crawl goes on
+    /// after Redis lost its data (`--after-redis-reset continue`).
+    store: std::sync::RwLock<Arc<Store>>,
+    /// How the store is rebuilt.
+    build: StoreBuild,
+    /// Stores built so far, less one: a failure seen under an older store was already dealt
+    /// with.
+    resets: AtomicU64,
+    recovering: tokio::sync::Mutex<()>,
+    continue_after_reset: bool,
+    key: HashKey,
     members: Vec<Membership>,
     main: Membership,
     lease: LeaderLease,
@@ -120,7 +132,6 @@ pub(crate) struct SharedQueue {
     /// Only its routing of host names to virtual nodes is used.
     table: PartitionTable,
     conn: ConnectionManager,
-    done: Arc<DoneSet>,
     keys: Keys,
     every: Option<Duration>,
     host_budget: u64,
@@ -150,7 +161,7 @@ impl std::fmt::Debug for SharedQueue {
         f.debug_struct("SharedQueue")
             .field("me", &self.me)
             .field("name", &self.name)
-            .field("stripes", &self.stripes.len())
+            .field("stripes", &self.build.stripes)
             .finish_non_exhaustive()
     }
 }
@@ -178,33 +189,28 @@ impl SharedQueue {
         let ns = Namespace::new(&settings.name)?;
         let mut conn = connect(&settings.redis).await?;
         let me = WorkerId::random("crawler");
-        let key = crawl_key(&mut conn, &ns).await?;
-        let done = {
-            let at = SharedFilter {
+        let key = crawl_key(&mut conn, &ns, None).await?;
+        let build = StoreBuild {
+            link: link.clone(),
+            name: settings.name.clone(),
+            stripes: settings.stripes.max(1),
+            frontier: FrontierSettings {
+                host_delay: config.delay,
+                host_concurrency: u32::try_from(config.per_host).unwrap_or(u32::MAX),
+                ..Default::default()
+            },
+            filter: SharedFilter {
                 redis: settings.redis.clone(),
                 prefix: format!("{}:seen", settings.name),
                 key,
                 backoff: settings.backoff,
-            };
-            let size = config.filter;
-            tokio::task::spawn_blocking(move || DoneSet::shared(size, &at))
-                .await
-                .map_err(|e| CrawlError::Options(format!("done set setup: {e}")))??
+            },
+            size: config.filter,
         };
-        let frontier_settings = FrontierSettings {
-            host_delay: config.delay,
-            host_concurrency: u32::try_from(config.per_host).unwrap_or(u32::MAX),
-            ..Default::default()
-        };
-        let stripes = settings.stripes.max(1);
-        let (mut frontiers, mut members) = (Vec::new(), Vec::new());
-        for s in 0..stripes {
-            let ns = Namespace::new(&format!("{}-s{s}", settings.name))?;
-            frontiers.push(Frontier::with_settings(
-                link.clone(),
-                ns.clone(),
-                frontier_settings,
-            ));
+        let store = build.store().await?;
+        let mut members = Vec::new();
+        for s in 0..build.stripes {
+            let ns = Namespace::new(&stripe_name(&settings.name, s))?;
             members.push(Membership::with_ttl(link.clone(), ns, settings.lease));
         }
         let table = PartitionTable::builder()
@@ -223,14 +229,18 @@ impl SharedQueue {
             records: Mutex::new(records),
             me,
             name: settings.name.clone(),
-            stripes: frontiers,
+            store: std::sync::RwLock::new(Arc::new(store)),
+            build,
+            resets: AtomicU64::new(0),
+            recovering: tokio::sync::Mutex::new(()),
+            continue_after_reset: settings.continue_after_reset,
+            key,
             members,
             main: Membership::with_ttl(link.clone(), ns.clone(), settings.lease),
             lease: LeaderLease::with_ttl(link, ns.clone(), settings.lease),
             leader: tokio::sync::Mutex::new(None),
             table,
             conn,
-            done: Arc::new(done),
             keys: Keys {
                 stop: ns.key("stop"),
                 known: ns.key("known"),
@@ -247,6 +257,56 @@ impl SharedQueue {
             inbox: Mutex::new(Some(inbox)),
             baseline: Mutex::new(None),
         })
+    }
+
+    /// The current store (stripes and done set).
+    fn store(&self) -> Arc<Store> {
+        self.store.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Which store is current: pass it to [`recover`](Self::recover) with a failure seen
+    /// under it.
+    fn epoch(&self) -> u64 {
+        self.resets.load(Ordering::SeqCst)
+    }
+
+    /// Deals with `e`, seen under store `epoch`: `Ok(())` when the crawl goes on, `Err(e)` when
+    /// it must stop. A Redis that lost the crawl's data stops the crawl, unless
+    /// `--after-redis-reset continue` was given: then a new run queue and done set are made
+    /// (once, however many tasks saw the failure), the seeds offered again, and the shared log
+    /// says, as an error, that every page fetched before may be fetched again.
+    pub(crate) async fn recover(
+        &self,
+        shared: &Shared,
+        epoch: u64,
+        e: CrawlError,
+    ) -> Result<(), CrawlError> {
+        if !is_reset(&e) || !self.continue_after_reset {
+            return Err(e);
+        }
+        let _one_at_a_time = self.recovering.lock().await;
+        if self.epoch() != epoch {
+            return Ok(());
+        }
+        let fetched = self.records().stats.fetched;
+        shared
+            .monitor
+            .logger
+            .error(&format!(
+                "Redis lost the shared crawl's data ({e}); going on as asked \
+                 (--after-redis-reset continue): the run queue starts again from the seeds and \
+                 every page fetched before may be fetched again ({fetched} by this process)"
+            ))
+            .await;
+        let mut conn = self.conn.clone();
+        let ns = Namespace::new(&self.name)?;
+        crawl_key(&mut conn, &ns, Some(self.key)).await?;
+        let store = self.build.store().await?;
+        *self.store.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(store);
+        self.resets.fetch_add(1, Ordering::SeqCst);
+        self.join().await?;
+        shared.offer_seeds();
+        Ok(())
     }
 
     /// The records of this process.
@@ -271,7 +331,7 @@ impl SharedQueue {
 
     /// Gives back every URL this process still holds (claimed, not committed) and leaves.
     pub(crate) async fn leave(&self) -> Result<(), CrawlError> {
-        for (frontier, members) in self.stripes.iter().zip(&self.members) {
+        for (frontier, members) in self.store().stripes.iter().zip(&self.members) {
             frontier.requeue_worker(&self.me).await?;
             members.leave(&self.me).await?;
         }
@@ -321,7 +381,7 @@ impl SharedQueue {
 
     fn stripe_of(&self, host: &str) -> usize {
         let (vnode, _) = self.table.route(host.as_bytes());
-        vnode.index() % self.stripes.len()
+        vnode.index() % self.build.stripes
     }
 
     /// Claims up to `max` URLs, rotating over the stripes. With `wait`, an idle process waits
@@ -329,12 +389,13 @@ impl SharedQueue {
     /// here: its own commits free the slots it is waiting for, and every process woken by every
     /// acknowledgement would send a claim per page for nothing.
     async fn claim(&self, max: usize, wait: Option<Duration>) -> Result<Vec<Job>, CrawlError> {
-        let n = self.stripes.len();
+        let store = self.store();
+        let n = store.stripes.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let mut tasks = Vec::new();
         for i in 0..n {
             let s = (start + i) % n;
-            let got = self.stripes[s].claim_batch(&self.me, max).await?;
+            let got = store.stripes[s].claim_batch(&self.me, max).await?;
             if !got.is_empty() {
                 tasks = got.into_iter().map(|t| (s, t)).collect();
                 break;
@@ -342,7 +403,7 @@ impl SharedQueue {
         }
         if let (true, Some(wait)) = (tasks.is_empty(), wait) {
             let s = start % n;
-            tasks = self.stripes[s]
+            tasks = store.stripes[s]
                 .claim_batch_wait(&self.me, max, wait / n as u32)
                 .await?
                 .into_iter()
@@ -357,7 +418,7 @@ impl SharedQueue {
 
     /// Whether every stripe is empty with nothing claimed by any process.
     async fn drained(&self) -> Result<bool, CrawlError> {
-        for f in &self.stripes {
+        for f in &self.store().stripes {
             if f.pending().await? > 0 || f.in_flight().await? > 0 {
                 return Ok(false);
             }
@@ -381,7 +442,7 @@ impl SharedQueue {
             return f64::NAN;
         };
         let mut pages = 0;
-        for f in &self.stripes {
+        for f in &self.store().stripes {
             pages += f.acked().await.unwrap_or(0);
         }
         let mut baseline = self.baseline.lock().unwrap_or_else(|p| p.into_inner());
@@ -404,6 +465,51 @@ impl SharedQueue {
             .and_then(|v| v.trim().parse().ok())
             .ok_or_else(|| CrawlError::Options("INFO stats has no command count".into()))
     }
+}
+
+/// The run queue's stripes and the done set of one generation of the crawl's data in Redis.
+struct Store {
+    stripes: Vec<Frontier>,
+    done: Arc<DoneSet>,
+}
+
+/// How a [`Store`] is made.
+struct StoreBuild {
+    link: Link,
+    name: String,
+    stripes: usize,
+    frontier: FrontierSettings,
+    filter: SharedFilter,
+    size: crate::done::FilterSize,
+}
+
+impl StoreBuild {
+    /// Opens the stripes and the done set (creating them when Redis has none).
+    async fn store(&self) -> Result<Store, CrawlError> {
+        let (size, at) = (self.size, self.filter.clone());
+        let done = tokio::task::spawn_blocking(move || DoneSet::shared(size, &at))
+            .await
+            .map_err(|e| CrawlError::Options(format!("done set setup: {e}")))??;
+        let stripes = (0..self.stripes)
+            .map(|s| {
+                let ns = Namespace::new(&stripe_name(&self.name, s))?;
+                Ok(Frontier::with_settings(
+                    self.link.clone(),
+                    ns,
+                    self.frontier,
+                ))
+            })
+            .collect::<Result<Vec<_>, url_dedup_redis::Error>>()?;
+        Ok(Store {
+            stripes,
+            done: Arc::new(done),
+        })
+    }
+}
+
+/// The namespace of stripe `s` of crawl `name`.
+fn stripe_name(name: &str, s: usize) -> String {
+    format!("{name}-s{s}")
 }
 
 /// The job a claimed task stands for: its URL and the depth, hops, kind and validators it was
@@ -470,8 +576,16 @@ fn queue(shared: &Shared) -> &SharedQueue {
 /// crawl when every queue is empty and nothing is claimed anywhere (or starts the next period
 /// of `--every`).
 pub(crate) async fn feed(shared: Arc<Shared>) {
-    if let Err(e) = feed_until_done(&shared).await {
-        shared.fail(e);
+    let q = queue(&shared);
+    loop {
+        let epoch = q.epoch();
+        let Err(e) = feed_until_done(&shared).await else {
+            return;
+        };
+        if let Err(e) = q.recover(&shared, epoch, e).await {
+            shared.fail(e);
+            return;
+        }
     }
 }
 
@@ -654,7 +768,7 @@ async fn schedule_revisits(shared: &Shared, q: &SharedQueue) -> Result<u64, Craw
     }
     let mut n = 0;
     for (s, tasks) in by_stripe {
-        q.stripes[s].push(&tasks).await?;
+        q.store().stripes[s].push(&tasks).await?;
         n += tasks.len() as u64;
     }
     Ok(n)
@@ -670,7 +784,10 @@ pub(crate) async fn commit(shared: Arc<Shared>) {
     let mut batch = Vec::new();
     while inbox.recv_many(&mut batch, 256).await > 0 {
         let n = batch.len() as u64;
-        if let Err(e) = commit_batch(q, std::mem::take(&mut batch)).await {
+        let epoch = q.epoch();
+        if let Err(e) = commit_batch(q, std::mem::take(&mut batch)).await
+            && let Err(e) = q.recover(&shared, epoch, e).await
+        {
             shared.fail(e);
         }
         q.held.fetch_sub(n, Ordering::SeqCst);
@@ -706,8 +823,9 @@ async fn commit_batch(q: &SharedQueue, batch: Vec<Commit>) -> Result<(), CrawlEr
         remember.extend(c.remember);
     }
     let offers = within_template_budgets(q, offers).await?;
+    let store = q.store();
     let urls: Vec<String> = offers.iter().map(|(j, _)| j.url.to_string()).collect();
-    let done = q.done.clone();
+    let done = store.done.clone();
     let verdicts = tokio::task::spawn_blocking(move || done.admit_batch(&urls))
         .await
         .map_err(|e| CrawlError::Options(format!("done set task: {e}")))??;
@@ -757,7 +875,7 @@ async fn commit_batch(q: &SharedQueue, batch: Vec<Commit>) -> Result<(), CrawlEr
         let _: u64 = cmd.query_async(&mut conn).await?;
     }
     for (s, w) in work {
-        let queued = q.stripes[s]
+        let queued = store.stripes[s]
             .commit(&q.me, &w.tasks, q.host_budget, &w.acks)
             .await?;
         let decided_at = micros_since_epoch();
@@ -796,7 +914,7 @@ async fn within_template_budgets(
         .iter()
         .map(|(i, _)| offers[*i].0.url.to_string())
         .collect();
-    let done = q.done.clone();
+    let done = q.store().done.clone();
     let known = tokio::task::spawn_blocking(move || done.contains_batch(&urls))
         .await
         .map_err(|e| CrawlError::Options(format!("done set task: {e}")))??;
@@ -848,11 +966,18 @@ pub(crate) async fn housekeeping(shared: Arc<Shared>, lease: Duration) {
                 log.warn(&format!("heartbeat: {e}")).await
             }
         }
+        let epoch = q.epoch();
         match lead(q).await {
             Ok(0) => {}
             Ok(n) => {
                 log.warn(&format!("requeued {n} URLs of a dead process"))
                     .await
+            }
+            Err(e) if is_reset(&e) => {
+                if let Err(e) = q.recover(&shared, epoch, e).await {
+                    shared.fail(e);
+                    return;
+                }
             }
             Err(e) => log.warn(&format!("leader: {e}")).await,
         }
@@ -891,7 +1016,7 @@ async fn lead(q: &SharedQueue) -> Result<u64, CrawlError> {
         return Ok(0);
     }
     let mut n = 0;
-    for f in &q.stripes {
+    for f in &q.store().stripes {
         n += f.requeue_dead().await?;
     }
     Ok(n)
@@ -904,7 +1029,11 @@ pub(crate) fn is_reset(e: &CrawlError) -> bool {
         CrawlError::Done(url_dedup::Error::Redis(url_dedup_redis::Error::StoreReset {
             ..
         })) => true,
-        CrawlError::Done(url_dedup::Error::Store(message)) => message.contains("lost its data"),
+        // The facade answers a batch with the store's error as text (`Error::Store`); its
+        // `StoreReset` reads "the shared filter at PREFIX was reset: ...".
+        CrawlError::Done(url_dedup::Error::Store(message)) => {
+            message.starts_with("the shared ") && message.contains(" was reset: ")
+        }
         _ => false,
     }
 }
@@ -915,10 +1044,16 @@ async fn connect(redis: &str) -> Result<ConnectionManager, CrawlError> {
     Ok(redis::Client::open(redis)?.get_connection_manager().await?)
 }
 
-/// The crawl's hash key: drawn by the first process, read by the others.
-async fn crawl_key(conn: &mut ConnectionManager, ns: &Namespace) -> Result<HashKey, CrawlError> {
+/// The crawl's hash key: drawn by the first process (or `keep`, the key of a crawl going on
+/// after Redis lost its data), read by the others.
+async fn crawl_key(
+    conn: &mut ConnectionManager,
+    ns: &Namespace,
+    keep: Option<HashKey>,
+) -> Result<HashKey, CrawlError> {
     let name = ns.key("hash-key");
-    let fresh: String = HashKey::random()
+    let fresh: String = keep
+        .unwrap_or_else(HashKey::random)
         .to_bytes()
         .iter()
         .map(|b| format!("{b:02x}"))

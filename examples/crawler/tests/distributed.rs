@@ -614,3 +614,84 @@ fn a_feed_seed_is_read_by_the_feed_kernel() {
         assert_eq!(site.hit(p), 1, "{p}");
     }
 }
+
+/// Flushes the Redis of `url` (as a restart without persistence would leave it).
+fn flush_all(url: &str) {
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+}
+
+/// A Redis that lost the crawl's data stops the crawl with what it means, instead of taking an
+/// empty queue for a finished crawl; with `--after-redis-reset continue` the crawl goes on from
+/// the seeds, says so in the shared log, and fetches every page.
+#[test]
+fn a_redis_that_lost_the_crawl_stops_it_or_it_goes_on_from_the_seeds_when_asked() {
+    let Some(redis) = RedisServer::start_or_skip("a_redis_that_lost_the_crawl") else {
+        return;
+    };
+    const PAGES: usize = 150;
+    let site = tree_site(PAGES, Duration::from_millis(20));
+    let seed = site.url("/p/0");
+    let out = tempfile::tempdir().unwrap();
+    let child = spawn(
+        out.path(),
+        &redis.url(),
+        "reset",
+        &seed,
+        &["--lease-ms", "600"],
+    );
+    wait_until(Duration::from_secs(30), || {
+        page_hits(&site, PAGES).iter().sum::<u32>() >= 10
+    });
+    flush_all(&redis.url());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Redis lost the shared crawl's data"),
+        "{stderr}"
+    );
+    assert!(
+        page_hits(&site, PAGES).iter().sum::<u32>() < PAGES as u32,
+        "stopped, not finished"
+    );
+
+    let site = tree_site(PAGES, Duration::from_millis(20));
+    let seed = site.url("/p/0");
+    let args = ["--lease-ms", "600", "--after-redis-reset", "continue"];
+    let child = spawn(out.path(), &redis.url(), "goes-on", &seed, &args);
+    wait_until(Duration::from_secs(30), || {
+        page_hits(&site, PAGES).iter().sum::<u32>() >= 10
+    });
+    flush_all(&redis.url());
+    let summary = finish_summary(child, Duration::from_secs(60));
+    let hits = page_hits(&site, PAGES);
+    assert!(hits.iter().all(|&h| h >= 1), "a page was lost: {hits:?}");
+    assert!(
+        hits.iter().any(|&h| h > 1),
+        "the pages before the reset are fetched again"
+    );
+    assert!(
+        summary["fetched"].as_u64() > Some(PAGES as u64),
+        "{summary}"
+    );
+    let log = url_dedup_redis::Namespace::new("goes-on")
+        .unwrap()
+        .key("log");
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(&log)
+        .arg("-")
+        .arg("+")
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        entries.iter().any(|(_, fields)| fields
+            .iter()
+            .any(|(k, v)| k == "message" && v.contains("may be fetched again"))),
+        "{entries:?}"
+    );
+}
