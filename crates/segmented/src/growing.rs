@@ -373,7 +373,7 @@ impl<H: ItemHasher> GrowingBuilder<H> {
         plan.validate()?;
         plan.segment_bits = match self.segment_bits {
             Some(bits) => bits,
-            None => compact_segment_bits(plan.growth.layer(1, plan.target_fpr, 0).1),
+            None => Layout::compact_segment_bits(plan.growth.layer(1, plan.target_fpr, 0).1),
         };
         Ok(plan)
     }
@@ -397,24 +397,6 @@ impl<H: ItemHasher> GrowingBuilder<H> {
         let hasher = self.hasher.unwrap_or_else(H::random);
         GrowingFilter::from_layers(hasher, plan, vec![first])
     }
-}
-
-/// The smallest segment size, from one cache line up to eight, whose blocked sizing stays
-/// within 15% of the classic one at `fpr`.
-fn compact_segment_bits(fpr: f64) -> u64 {
-    use url_dedup_bloom::sizing::Sizing;
-    // The ratio of sizes does not depend on the count; a million items keeps the search fast.
-    const ITEMS: u64 = 1_000_000;
-    let Ok(classic) = Sizing::classic(ITEMS, fpr) else {
-        return 512;
-    };
-    [512, 1024, 2048]
-        .into_iter()
-        .find(|&bits| {
-            Sizing::blocked(ITEMS, fpr, bits)
-                .is_ok_and(|s| s.bits as f64 <= 1.15 * classic.bits as f64)
-        })
-        .unwrap_or(4096)
 }
 
 impl GrowingFilter<SipHash13> {

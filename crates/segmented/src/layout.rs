@@ -291,6 +291,68 @@ impl Layout {
         )
     }
 
+    /// The smallest segment, from one cache line (512 bits) up to eight, whose scattered
+    /// layout at rate `fpr` stays within 15% of a classic filter's size: one line at everyday
+    /// rates, a few adjacent lines for rates near one in a billion, where a single line would
+    /// need nearly twice the bits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::Layout;
+    ///
+    /// assert_eq!(Layout::compact_segment_bits(0.01), 512);
+    /// assert_eq!(Layout::compact_segment_bits(1e-9), 4096);
+    /// ```
+    pub fn compact_segment_bits(fpr: f64) -> u64 {
+        // The ratio of sizes does not depend on the count; a million items keeps the search
+        // fast.
+        const ITEMS: u64 = 1_000_000;
+        let Ok(classic) = Sizing::classic(ITEMS, fpr) else {
+            return DEFAULT_SEGMENT_BITS;
+        };
+        [512, 1024, 2048]
+            .into_iter()
+            .find(|&bits| {
+                Sizing::blocked(ITEMS, fpr, bits)
+                    .is_ok_and(|s| s.bits as f64 <= 1.15 * classic.bits as f64)
+            })
+            .unwrap_or(4096)
+    }
+
+    /// Folds `f` over a probe's bit offsets: the offsets of [`offsets`](Self::offsets), in
+    /// the same order, computed by unrolled code for scattered segments of one to eight cache
+    /// lines (a loop over [`Offsets`] otherwise). For callers that keep their own bits in
+    /// this layout.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_segmented::{Layout, Probe};
+    ///
+    /// let l = Layout::new(4, 4096, 29)?;
+    /// let probe = Probe { segment: 1, seed: 0x0123_4567_89ab_cdef };
+    /// let folded = l.fold_offsets(probe, Vec::new(), |mut v, o| { v.push(o); v });
+    /// assert_eq!(folded, l.offsets(probe).collect::<Vec<_>>());
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn fold_offsets<A>(&self, probe: Probe, init: A, f: impl FnMut(A, u64) -> A) -> A {
+        match (self.placement, self.segment_bits) {
+            (Placement::Scattered, 512) => fold_line_offsets(self.hashes, probe.seed, init, f),
+            (Placement::Scattered, 1024) => {
+                fold_wide_offsets::<10, A>(self.hashes, probe.seed, init, f)
+            }
+            (Placement::Scattered, 2048) => {
+                fold_wide_offsets::<11, A>(self.hashes, probe.seed, init, f)
+            }
+            (Placement::Scattered, 4096) => {
+                fold_wide_offsets::<12, A>(self.hashes, probe.seed, init, f)
+            }
+            _ => self.offsets(probe).fold(init, f),
+        }
+    }
+
     /// Where an item's bits go inside its segment.
     ///
     /// # Examples
