@@ -39,7 +39,9 @@ impl Feature for Site {
         "site"
     }
     fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
-        out.extend(url.site().bytes().map(|b| b.to_ascii_lowercase()));
+        let start = out.len();
+        out.extend_from_slice(url.site().as_bytes());
+        out[start..].make_ascii_lowercase();
     }
 }
 
@@ -428,16 +430,19 @@ impl Feature for PathTemplate {
         "path_template"
     }
     fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
-        let mut in_digits = false;
-        for b in url.path().bytes() {
-            if b.is_ascii_digit() {
-                if !in_digits {
-                    out.extend_from_slice(b"{int}");
-                }
-                in_digits = true;
-            } else {
-                out.push(b);
-                in_digits = false;
+        // Runs of non-digits are copied whole, each run of digits becomes one `{int}`.
+        let mut rest = url.path().as_bytes();
+        while !rest.is_empty() {
+            let plain = rest
+                .iter()
+                .position(u8::is_ascii_digit)
+                .unwrap_or(rest.len());
+            out.extend_from_slice(&rest[..plain]);
+            rest = &rest[plain..];
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            if digits > 0 {
+                out.extend_from_slice(b"{int}");
+                rest = &rest[digits..];
             }
         }
     }
@@ -463,11 +468,13 @@ impl Feature for Extension {
         "extension"
     }
     fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
-        let last = url.last_segment().unwrap_or_default();
-        if let Some((_, ext)) = last.rsplit_once('.')
-            && ext.len() <= 10
+        let last = url.last_segment().unwrap_or_default().as_bytes();
+        if let Some(dot) = last.iter().rposition(|&b| b == b'.')
+            && last.len() - dot - 1 <= 10
         {
-            out.extend(ext.bytes().map(|b| b.to_ascii_lowercase()));
+            let start = out.len();
+            out.extend_from_slice(&last[dot + 1..]);
+            out[start..].make_ascii_lowercase();
         }
     }
 }

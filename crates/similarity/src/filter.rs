@@ -7,6 +7,8 @@ use url_dedup_bloom::HashKey;
 use url_dedup_bloom::sizing;
 
 use crate::feature_hash::ValueHasher;
+use crate::region_sizing::Regions;
+use crate::words::Words;
 use crate::{
     Error, Explanation, Feature, FeatureHash, Matches, Preset, RegionSizing, UrlParts, Verdict,
 };
@@ -17,12 +19,13 @@ pub const MAX_FEATURES: usize = 64;
 /// The feature-similarity filter of document 004.
 ///
 /// Each feature owns a region of `N` bits. For a URL, every feature's value is hashed with
-/// MD5 (prefixed with a secret key unless the filter is [unkeyed](Builder::unkeyed)); the
-/// digest selects the value's bits in its region (one bit, `MD5 mod N`, under
-/// [`RegionSizing::Document004`]; the optimal number of a classic Bloom filter under
-/// [`RegionSizing::PerFeature`]). A feature matches when all its bits are set. If every
-/// feature matches the URL is [`Verdict::Similar`]; otherwise it is [`Verdict::New`] and
-/// [`check_and_insert`](Self::check_and_insert) sets the bits.
+/// MD5 (prefixed with a secret key unless the filter is [unkeyed](Builder::unkeyed)) or
+/// keyed SipHash ([`FeatureHash`]); the digest selects the value's bits in its region (the
+/// optimal number of a blocked Bloom filter, all in one cache line, under
+/// [`RegionSizing::Blocked`]; of a classic one under [`RegionSizing::PerFeature`]; one bit,
+/// `MD5 mod N`, under [`RegionSizing::Document004`]). A feature matches when all its bits
+/// are set. If every feature matches the URL is [`Verdict::Similar`]; otherwise it is
+/// [`Verdict::New`] and [`check_and_insert`](Self::check_and_insert) sets the bits.
 ///
 /// # Examples
 ///
@@ -44,10 +47,9 @@ pub const MAX_FEATURES: usize = 64;
 #[derive(Clone)]
 pub struct SimilarityFilter {
     pub(crate) features: Vec<Arc<dyn Feature>>,
-    pub(crate) region_bits: u64,
-    pub(crate) hashes: u32,
+    pub(crate) regions: Regions,
     pub(crate) sizing: RegionSizing,
-    pub(crate) words: Vec<u64>,
+    words: Words,
     pub(crate) key: Option<HashKey>,
     pub(crate) hash: FeatureHash,
     hasher: ValueHasher,
@@ -61,7 +63,7 @@ pub struct SimilarityFilter {
 /// Builds a [`SimilarityFilter`] from the two numbers document 004 asks of its user.
 ///
 /// Defaults: one million expected URLs, false-positive rate 0.01, [`Preset::Crawler`],
-/// [`RegionSizing::PerFeature`], [`FeatureHash::Md5`], a random key.
+/// [`RegionSizing::Blocked`], [`FeatureHash::Md5`], a random key.
 ///
 /// # Examples
 ///
@@ -74,8 +76,9 @@ pub struct SimilarityFilter {
 ///     .preset(Preset::Document004)
 ///     .build()?;
 /// assert_eq!(filter.features().count(), 4);
-/// // Each region is a classic filter for 10^6 values at 0.1% (k = 10 rounds from 9.97).
-/// assert!((filter.expected_false_positive_rate() - 0.001).abs() < 0.00002);
+/// // Each region is a blocked filter for 10^6 values at 0.1%, one cache line per value.
+/// assert!(filter.expected_false_positive_rate() <= 0.001);
+/// assert_eq!(filter.block_bits(), Some(512));
 /// # Ok::<(), url_dedup_similarity::Error>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -97,7 +100,7 @@ impl Default for Builder {
             features: Preset::Crawler.features(),
             key: Some(HashKey::random()),
             region_bits: None,
-            sizing: RegionSizing::PerFeature,
+            sizing: RegionSizing::Blocked,
             hash: FeatureHash::Md5,
         }
     }
@@ -187,7 +190,7 @@ impl Builder {
         self
     }
 
-    /// How regions are sized (default [`RegionSizing::PerFeature`]).
+    /// How regions are sized (default [`RegionSizing::Blocked`]).
     ///
     /// # Examples
     ///
@@ -207,13 +210,21 @@ impl Builder {
         self
     }
 
-    /// Set the region size `N` directly instead of deriving it from `k` and `P`.
+    /// Set the region size `N` directly instead of deriving it from `k` and `P` (rounded up
+    /// to whole blocks when the regions are [blocked](RegionSizing::Blocked)).
     ///
     /// # Examples
     ///
     /// ```
-    /// let f = url_dedup_similarity::SimilarityFilter::builder().region_bits(1024).build()?;
+    /// use url_dedup_similarity::{RegionSizing, SimilarityFilter};
+    ///
+    /// let f = SimilarityFilter::builder().region_bits(1000).build()?;
     /// assert_eq!(f.region_bits(), 1024);
+    /// let f = SimilarityFilter::builder()
+    ///     .region_sizing(RegionSizing::PerFeature)
+    ///     .region_bits(1000)
+    ///     .build()?;
+    /// assert_eq!(f.region_bits(), 1000);
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn region_bits(mut self, bits: u64) -> Self {
@@ -234,23 +245,19 @@ impl Builder {
     /// See [`Builder`].
     pub fn build(self) -> Result<SimilarityFilter, Error> {
         let f = check_feature_count(self.features.len())?;
-        let (region_bits, hashes) = match self.region_bits {
+        let regions = match self.region_bits {
             Some(bits) => {
                 // Still validates `k` and `P`, which are recorded.
                 sizing::optimal_bits(self.expected_items, self.fpr)?;
-                (bits, self.sizing.hashes_for(bits, self.expected_items))
+                self.sizing.with_bits(bits, self.expected_items, self.fpr)?
             }
             None => self.sizing.size(self.expected_items, self.fpr, f)?,
         };
-        let words = words_for(region_bits, f)?;
-        let mut bits = Vec::new();
-        bits.try_reserve_exact(words as usize)
-            .map_err(|_| Error::OutOfMemory { bytes: words * 8 })?;
-        bits.resize(words as usize, 0);
+        let words = Words::zeroed(words_for(regions.bits, f)? as usize)?;
         Ok(SimilarityFilter::from_parts(
             self.features,
-            (region_bits, hashes, self.sizing),
-            bits,
+            (regions, self.sizing),
+            words,
             (self.key, self.hash),
             self.expected_items,
             self.fpr,
@@ -297,8 +304,8 @@ impl SimilarityFilter {
 
     pub(crate) fn from_parts(
         features: Vec<Arc<dyn Feature>>,
-        (region_bits, hashes, sizing): (u64, u32, RegionSizing),
-        words: Vec<u64>,
+        (regions, sizing): (Regions, RegionSizing),
+        words: Words,
         (key, hash): (Option<HashKey>, FeatureHash),
         expected_items: u64,
         fpr: f64,
@@ -306,8 +313,7 @@ impl SimilarityFilter {
     ) -> Self {
         Self {
             features,
-            region_bits,
-            hashes,
+            regions,
             sizing,
             words,
             key,
@@ -331,8 +337,11 @@ impl SimilarityFilter {
         let mut positions = std::mem::take(&mut self.positions);
         let verdict = self.probe(url, &mut scratch, &mut positions);
         if verdict.is_new() {
+            let words = self.words.as_mut_slice();
             for &bit in &positions {
-                self.words[(bit / 64) as usize] |= 1 << (bit % 64);
+                if let Some(word) = words.get_mut((bit / 64) as usize) {
+                    *word |= 1 << (bit % 64);
+                }
             }
             self.items += 1;
         }
@@ -354,35 +363,57 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check(&self, url: &str) -> Verdict {
-        let mut positions = Vec::with_capacity(self.features.len() * self.hashes as usize);
+        let mut positions = Vec::with_capacity(self.features.len() * self.hashes() as usize);
         self.probe(url, &mut Vec::with_capacity(128), &mut positions)
     }
 
     /// Computes every feature's bit positions into `positions` and which features matched.
+    ///
+    /// All positions come first, the tests after: the tests' loads do not depend on one
+    /// another, so the memory accesses of every feature are in flight together instead of
+    /// each waiting behind the hashing of the next value.
     fn probe(&self, url: &str, scratch: &mut Vec<u8>, positions: &mut Vec<u64>) -> Verdict {
         let parts = UrlParts::parse(url);
         positions.clear();
-        let mut mask = 0u64;
-        for (i, feature) in self.features.iter().enumerate() {
+        let Regions {
+            bits: region_bits,
+            hashes,
+            blocks,
+        } = self.regions;
+        let mut ends = [0usize; MAX_FEATURES];
+        for ((i, feature), end) in self.features.iter().enumerate().zip(&mut ends) {
             scratch.clear();
             feature.write_value(&parts, scratch);
             let hashed = self.hasher.hash(scratch);
-            let base = i as u64 * self.region_bits;
-            let start = positions.len();
-            if self.hashes == 1 {
-                positions.push(base + hashed.bit(self.region_bits));
-            } else {
-                positions.extend(
+            let base = i as u64 * region_bits;
+            match blocks {
+                Some(layout) => {
+                    let probe = layout.probe(hashed.halves);
+                    let block = base + probe.segment * layout.segment_bits();
+                    layout.fold_offsets(probe, (), |(), offset| positions.push(block + offset));
+                }
+                None if hashes == 1 => positions.push(base + hashed.bit(region_bits)),
+                None => positions.extend(
                     hashed
                         .halves
-                        .indexes(self.hashes, self.region_bits)
+                        .indexes(hashes, region_bits)
                         .map(|bit| base + bit),
-                );
+                ),
             }
-            let matched = positions[start..]
-                .iter()
-                .all(|&bit| self.words[(bit / 64) as usize] >> (bit % 64) & 1 == 1);
+            *end = positions.len();
+        }
+        let words = self.words.as_slice();
+        let is_set = |&bit: &u64| {
+            words
+                .get((bit / 64) as usize)
+                .is_some_and(|w| w >> (bit % 64) & 1 == 1)
+        };
+        let mut mask = 0u64;
+        let mut start = 0;
+        for (i, &end) in ends.iter().enumerate().take(self.features.len()) {
+            let matched = positions[start..end].iter().all(is_set);
             mask |= u64::from(matched) << i;
+            start = end;
         }
         let matches = Matches::new(mask, self.features.len());
         if matches.all() {
@@ -426,7 +457,7 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn region_bits(&self) -> u64 {
-        self.region_bits
+        self.regions.bits
     }
 
     /// Bits each feature value sets in its region (1 under [`RegionSizing::Document004`]).
@@ -435,7 +466,17 @@ impl SimilarityFilter {
     ///
     /// See [`RegionSizing`].
     pub fn hashes(&self) -> u32 {
-        self.hashes
+        self.regions.hashes
+    }
+
+    /// Bits per block of a [blocked](RegionSizing::Blocked) region (512, one cache line, at
+    /// everyday rates), `None` for the other sizings.
+    ///
+    /// # Examples
+    ///
+    /// See [`RegionSizing`].
+    pub fn block_bits(&self) -> Option<u64> {
+        self.regions.blocks.map(|l| l.segment_bits())
     }
 
     /// How the regions were sized.
@@ -446,7 +487,7 @@ impl SimilarityFilter {
     /// use url_dedup_similarity::{RegionSizing, SimilarityFilter};
     ///
     /// let f = SimilarityFilter::builder().build()?;
-    /// assert_eq!(f.region_sizing(), RegionSizing::PerFeature);
+    /// assert_eq!(f.region_sizing(), RegionSizing::Blocked);
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn region_sizing(&self) -> RegionSizing {
@@ -459,7 +500,7 @@ impl SimilarityFilter {
     ///
     /// See [`SimilarityFilter::region_bits`].
     pub fn bits(&self) -> u64 {
-        self.region_bits * self.features.len() as u64
+        self.regions.bits * self.features.len() as u64
     }
 
     /// How many URLs were recorded as new.
@@ -519,13 +560,20 @@ impl SimilarityFilter {
 
     /// The probability that one never-seen feature value is taken for seen once `k` distinct
     /// values filled its region: the classic rate of one region, `(1 - e^(-h k/N))^h` with
-    /// `h` bits per value.
+    /// `h` bits per value, or the blocked one (which counts the uneven load of blocks).
     ///
     /// # Examples
     ///
     /// See [`RegionSizing`].
     pub fn expected_false_positive_rate(&self) -> f64 {
-        sizing::false_positive_rate(self.region_bits, self.hashes, self.expected_items)
+        match self.regions.blocks {
+            Some(layout) => layout.false_positive_rate(self.expected_items),
+            None => sizing::false_positive_rate(
+                self.regions.bits,
+                self.regions.hashes,
+                self.expected_items,
+            ),
+        }
     }
 
     /// The hash applied to feature values.
@@ -558,12 +606,12 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn clear(&mut self) {
-        self.words.fill(0);
+        self.words.as_mut_slice().fill(0);
         self.items = 0;
     }
 
     pub(crate) fn raw_words(&self) -> &[u64] {
-        &self.words
+        self.words.as_slice()
     }
 }
 
@@ -571,8 +619,9 @@ impl fmt::Debug for SimilarityFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SimilarityFilter")
             .field("features", &self.features().collect::<Vec<_>>())
-            .field("region_bits", &self.region_bits)
-            .field("hashes", &self.hashes)
+            .field("region_bits", &self.regions.bits)
+            .field("hashes", &self.regions.hashes)
+            .field("block_bits", &self.block_bits())
             .field("items", &self.items)
             .field("expected_items", &self.expected_items)
             .field("keyed", &self.key.is_some())
@@ -584,15 +633,14 @@ impl fmt::Debug for SimilarityFilter {
 impl PartialEq for SimilarityFilter {
     fn eq(&self, other: &Self) -> bool {
         self.features().eq(other.features())
-            && self.region_bits == other.region_bits
-            && self.hashes == other.hashes
+            && self.regions == other.regions
             && self.sizing == other.sizing
             && self.key == other.key
             && self.hash == other.hash
             && self.expected_items == other.expected_items
             && self.fpr.to_bits() == other.fpr.to_bits()
             && self.items == other.items
-            && self.words == other.words
+            && self.raw_words() == other.raw_words()
     }
 }
 
@@ -624,9 +672,9 @@ mod tests {
         for (i, value) in values.iter().enumerate() {
             let md5 = u128::from_be_bytes(Md5::digest(value).into());
             let expected = i as u64 * n + (md5 % u128::from(n)) as u64;
-            assert!(bit(&f.words, expected), "feature {i}");
+            assert!(bit(f.raw_words(), expected), "feature {i}");
         }
-        assert_eq!(f.words.iter().map(|w| w.count_ones()).sum::<u32>(), 4);
+        assert_eq!(f.raw_words().iter().map(|w| w.count_ones()).sum::<u32>(), 4);
     }
 
     #[test]
@@ -639,7 +687,7 @@ mod tests {
                 .build()
                 .unwrap();
             f.check_and_insert("http://a.example/x");
-            f.words
+            f.raw_words().to_vec()
         };
         assert_ne!(build(1), build(2));
     }

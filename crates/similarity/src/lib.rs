@@ -104,6 +104,7 @@ mod region_sizing;
 mod serde_impl;
 mod url_parts;
 mod verdict;
+mod words;
 
 pub use error::Error;
 pub use feature::Feature;

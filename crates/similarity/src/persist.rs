@@ -2,7 +2,8 @@
 //! (`url_dedup_bloom::snapshot`, kind [`Kind::SIMILARITY`]).
 //!
 //! Parameter block, little-endian: layout version (`u16`, 1), keyed flag (`u16`), key (16
-//! bytes, zero when unkeyed), feature hash (`u16`: 0 MD5, 1 SipHash-1-3), region sizing (`u16`: 0 per feature, 1 document 004), region
+//! bytes, zero when unkeyed), feature hash (`u16`: 0 MD5, 1 SipHash-1-3), region sizing (`u16`:
+//! 0 per feature, 1 document 004, 2 to 5 blocked with blocks of 512, 1024, 2048, 4096 bits), region
 //! bits `N` (`u64`), bits per value (`u32`), expected items `k` (`u64`), rate `P` (`f64`
 //! bits), recorded items (`u64`), feature count (`u16`), then each feature name as a `u16`
 //! length and its UTF-8 bytes. Payload: the `F * N` bits as little-endian words.
@@ -14,6 +15,8 @@ use url_dedup_bloom::HashKey;
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params, SnapshotError};
 
 use crate::filter::{check_feature_count, words_for};
+use crate::region_sizing::Regions;
+use crate::words::Words;
 use url_dedup_bloom::sizing::MAX_HASHES;
 
 use crate::{Error, Feature, FeatureHash, RegionSizing, SimilarityFilter, builtin};
@@ -48,9 +51,9 @@ impl SimilarityFilter {
             .put_u16(u16::from(self.key.is_some()))
             .put_bytes(&self.key.map_or([0; 16], HashKey::to_bytes))
             .put_u16(self.hash.id())
-            .put_u16(self.sizing.id())
-            .put_u64(self.region_bits)
-            .put_u32(self.hashes)
+            .put_u16(self.sizing.id(self.regions.block_bits()))
+            .put_u64(self.regions.bits)
+            .put_u32(self.regions.hashes)
             .put_u64(self.expected_items)
             .put_u64(self.fpr.to_bits())
             .put_u64(self.items)
@@ -134,7 +137,8 @@ impl SimilarityFilter {
         };
         let key = HashKey::from_bytes(p.bytes::<16>()?);
         let hash = FeatureHash::from_id(p.u16()?).ok_or(invalid("unknown feature hash"))?;
-        let sizing = RegionSizing::from_id(p.u16()?).ok_or(invalid("unknown region sizing"))?;
+        let (sizing, block_bits) =
+            RegionSizing::from_id(p.u16()?).ok_or(invalid("unknown region sizing"))?;
         let region_bits = p.u64()?;
         let hashes = p.u32()?;
         let expected_items = p.u64()?;
@@ -158,6 +162,7 @@ impl SimilarityFilter {
             return Err(invalid("expected items or rate out of range"));
         }
         check_hashes(hashes, sizing)?;
+        let regions = Regions::restore(sizing, region_bits, hashes, block_bits)?;
         let words = words_for(region_bits, f)?;
         if header.payload_words() != words {
             return Err(invalid("payload length does not match the filter size"));
@@ -178,14 +183,18 @@ impl SimilarityFilter {
                 .map(|n| builtin::by_name(n).ok_or_else(|| Error::UnknownFeature(n.clone())))
                 .collect::<Result<_, _>>()?,
         };
-        let mut bits = Vec::new();
-        bits.try_reserve_exact(words as usize)
-            .map_err(|_| Error::OutOfMemory { bytes: words * 8 })?;
-        header.read_payload_with(&mut input, |chunk| bits.extend_from_slice(chunk))?;
-        check_padding(&bits, region_bits * u64::from(f))?;
+        let mut bits = Words::zeroed(words as usize)?;
+        let mut filled = 0;
+        header.read_payload_with(&mut input, |chunk| {
+            if let Some(to) = bits.as_mut_slice().get_mut(filled..filled + chunk.len()) {
+                to.copy_from_slice(chunk);
+            }
+            filled += chunk.len();
+        })?;
+        check_padding(bits.as_slice(), region_bits * u64::from(f))?;
         Ok(Self::from_parts(
             features,
-            (region_bits, hashes, sizing),
+            (regions, sizing),
             bits,
             (keyed.then_some(key), hash),
             expected_items,

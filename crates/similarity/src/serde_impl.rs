@@ -10,6 +10,8 @@ use url_dedup_bloom::HashKey;
 
 use crate::filter::{check_feature_count, words_for};
 use crate::persist::{check_hashes, check_padding};
+use crate::region_sizing::Regions;
+use crate::words::Words;
 use crate::{FeatureHash, RegionSizing, SimilarityFilter, builtin};
 
 #[derive(Serialize)]
@@ -44,9 +46,9 @@ impl Serialize for SimilarityFilter {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         ReprRef {
             features: self.features().collect(),
-            region_bits: self.region_bits,
-            hashes: self.hashes,
-            sizing: self.sizing.id(),
+            region_bits: self.regions.bits,
+            hashes: self.regions.hashes,
+            sizing: self.sizing.id(self.regions.block_bits()),
             hash: self.hash.id(),
             key: self.key,
             expected_items: self.expected_items,
@@ -62,9 +64,11 @@ impl<'de> Deserialize<'de> for SimilarityFilter {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let r = Repr::deserialize(deserializer)?;
         let f = check_feature_count(r.features.len()).map_err(D::Error::custom)?;
-        let sizing = RegionSizing::from_id(r.sizing)
+        let (sizing, block_bits) = RegionSizing::from_id(r.sizing)
             .ok_or_else(|| D::Error::custom("unknown region sizing"))?;
         check_hashes(r.hashes, sizing).map_err(D::Error::custom)?;
+        let regions = Regions::restore(sizing, r.region_bits, r.hashes, block_bits)
+            .map_err(D::Error::custom)?;
         let hash =
             FeatureHash::from_id(r.hash).ok_or_else(|| D::Error::custom("unknown feature hash"))?;
         let words = words_for(r.region_bits, f).map_err(D::Error::custom)?;
@@ -87,8 +91,8 @@ impl<'de> Deserialize<'de> for SimilarityFilter {
             .collect::<Result<_, _>>()?;
         Ok(Self::from_parts(
             features,
-            (r.region_bits, r.hashes, sizing),
-            r.words,
+            (regions, sizing),
+            Words::from_vec(r.words).map_err(D::Error::custom)?,
             (r.key, hash),
             r.expected_items,
             r.fpr,

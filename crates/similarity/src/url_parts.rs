@@ -43,20 +43,42 @@ impl<'a> UrlParts<'a> {
     /// assert_eq!((p.site(), p.depth(), p.last_segment()), ("example.com", 3, Some("b")));
     /// ```
     pub fn parse(url: &'a str) -> Self {
-        let url = url.split_once('#').map_or(url, |(before, _)| before);
-        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-        let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let (authority, rest) = rest.split_at(auth_end);
-        let site = authority
-            .rsplit_once('@')
-            .map_or(authority, |(_, host)| host);
-        let (path, query) = match rest.split_once('?') {
-            Some((path, query)) => (path, Some(query)),
-            None => (rest, None),
+        // Every delimiter is ASCII, so the byte positions found below are character
+        // boundaries; searching bytes skips the string-pattern machinery, which cost more than
+        // the rest of a similarity check.
+        let b = url.as_bytes();
+        let end = position(b, b'#').unwrap_or(b.len());
+        let b = &b[..end];
+        let start = b
+            .windows(3)
+            .position(|w| matches!(w, [b':', b'/', b'/']))
+            .map_or(0, |at| at + 3);
+        let rest = &b[start..];
+        let auth_len = rest
+            .iter()
+            .position(|&c| c == b'/' || c == b'?')
+            .unwrap_or(rest.len());
+        let site_start = rest[..auth_len]
+            .iter()
+            .rposition(|&c| c == b'@')
+            .map_or(0, |at| at + 1);
+        let after = &rest[auth_len..];
+        let (path_len, query) = match position(after, b'?') {
+            Some(at) => (at, Some(start + auth_len + at + 1..end)),
+            None => (after.len(), None),
         };
         // Trailing slashes add no segment: `/docs/` has the pieces of `/docs`.
-        let path = path.trim_end_matches('/');
-        Self { site, path, query }
+        let mut path_end = path_len;
+        while path_end > 0 && after[path_end - 1] == b'/' {
+            path_end -= 1;
+        }
+        let path_start = start + auth_len;
+        let text = |range: std::ops::Range<usize>| url.get(range).unwrap_or_default();
+        Self {
+            site: text(start + site_start..path_start),
+            path: text(path_start..path_start + path_end),
+            query: query.map(text),
+        }
     }
 
     /// `u1`: host and port, as written (lower-case when the URL is canonical).
@@ -105,7 +127,8 @@ impl<'a> UrlParts<'a> {
     /// assert_eq!(url_dedup_similarity::UrlParts::parse("http://a.b/x/y").depth(), 3);
     /// ```
     pub fn depth(&self) -> usize {
-        1 + self.segments().count()
+        // The path is empty or starts with `/`, one per segment.
+        1 + self.path.bytes().filter(|&b| b == b'/').count()
     }
 
     /// `u2`, the first path segment, when there is one.
@@ -116,7 +139,8 @@ impl<'a> UrlParts<'a> {
     /// assert_eq!(url_dedup_similarity::UrlParts::parse("http://a.b/x/y").first_directory(), Some("x"));
     /// ```
     pub fn first_directory(&self) -> Option<&'a str> {
-        self.segments().next()
+        let tail = self.path.strip_prefix('/')?;
+        Some(position(tail.as_bytes(), b'/').map_or(tail, |at| &tail[..at]))
     }
 
     /// `un` for `n >= 2`, the last path segment.
@@ -127,7 +151,8 @@ impl<'a> UrlParts<'a> {
     /// assert_eq!(url_dedup_similarity::UrlParts::parse("http://a.b/x/y.html").last_segment(), Some("y.html"));
     /// ```
     pub fn last_segment(&self) -> Option<&'a str> {
-        self.segments().next_back()
+        let at = self.path.as_bytes().iter().rposition(|&b| b == b'/')?;
+        Some(&self.path[at + 1..])
     }
 
     /// The path up to (not including) the last segment: the page's directory.
@@ -139,7 +164,8 @@ impl<'a> UrlParts<'a> {
     /// assert_eq!(url_dedup_similarity::UrlParts::parse("http://a.b/").directory(), "");
     /// ```
     pub fn directory(&self) -> &'a str {
-        self.path.rsplit_once('/').map_or("", |(dir, _)| dir)
+        let at = self.path.as_bytes().iter().rposition(|&b| b == b'/');
+        at.map_or("", |at| &self.path[..at])
     }
 
     /// The query, without `?`, when there is one (possibly empty).
@@ -152,5 +178,51 @@ impl<'a> UrlParts<'a> {
     /// ```
     pub fn query(&self) -> Option<&'a str> {
         self.query
+    }
+}
+
+/// The index of the first `byte` in `bytes`.
+#[inline]
+pub(crate) fn position(bytes: &[u8], byte: u8) -> Option<usize> {
+    bytes.iter().position(|&b| b == byte)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The splitting rules spelled out with string patterns, to check the byte scan against.
+    fn model(url: &str) -> (&str, &str, Option<&str>) {
+        let url = url.split_once('#').map_or(url, |(before, _)| before);
+        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, rest) = rest.split_at(auth_end);
+        let site = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        let (path, query) = match rest.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (rest, None),
+        };
+        (site, path.trim_end_matches('/'), query)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_byte_scan_splits_as_the_rules_say(
+            url in "(https?://|[a-z]{0,3}:/?/?)?([a-zé@:.]{0,6})([/?#@:]{1,2}[a-zé0-9./]{0,4}){0,6}"
+        ) {
+            let p = UrlParts::parse(&url);
+            let (site, path, query) = model(&url);
+            proptest::prop_assert_eq!((p.site(), p.path(), p.query()), (site, path, query));
+            let segments: Vec<&str> = p.segments().collect();
+            proptest::prop_assert_eq!(p.depth(), 1 + segments.len());
+            proptest::prop_assert_eq!(p.first_directory(), segments.first().copied());
+            proptest::prop_assert_eq!(p.last_segment(), segments.last().copied());
+            proptest::prop_assert_eq!(
+                p.directory(),
+                p.path().rsplit_once('/').map_or("", |(dir, _)| dir)
+            );
+        }
     }
 }
