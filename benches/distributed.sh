@@ -11,7 +11,9 @@
 # addresses. No politeness delay (--delay-ms 0), robots.txt ignored, --per-host PER_HOST: the
 # host's budget of requests at once, shared by every process through Redis.
 #
-# Two Redis figures per page:
+# Three Redis figures per page:
+#   calls the crawlers' own count of their calls to Redis (one round trip each), as their
+#         summaries and status pages report it;
 #   sent  commands the crawlers sent (a script counts once), counted with MONITOR in a second,
 #         identical run (MONITOR slows Redis, so pages/s come from the first run);
 #   run   every command Redis executed, those inside the scripts included (INFO stats).
@@ -77,7 +79,7 @@ crawl() {
 
 echo "site: $PAGES pages (about 6 KB each); Redis $(redis-server --version | awk '{print $3}'); $(nproc) cores; --workers $WORKERS --per-host $PER_HOST"
 echo
-echo '| hosts | processes | pages | wall s | pages/s | pages/s per process | share of the mean (min-max) | duplicate fetches | Redis commands per page (sent / run) | peak RSS MiB per process |'
+echo '| hosts | processes | pages | wall s | pages/s | pages/s per process | share of the mean (min-max) | duplicate fetches | Redis per page (calls / commands sent / commands run) | peak RSS MiB per process |'
 echo '|---|---|---|---|---|---|---|---|---|---|'
 for hosts in 1 "$MANY"; do
     sport=$(free_port)
@@ -92,7 +94,9 @@ for hosts in 1 "$MANY"; do
         python3 - "$work/h$hosts-n$n" "$work/h$hosts-n$n-monitor" "$hosts" "$n" <<'PY'
 import glob, json, os, sys
 run, monitored, hosts, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-fetched = [json.loads(open(f).read())["fetched"] for f in sorted(glob.glob(f"{run}/summary-*"))]
+summaries = [json.loads(open(f).read()) for f in sorted(glob.glob(f"{run}/summary-*"))]
+fetched = [x["fetched"] for x in summaries]
+calls = sum((x["redis_calls_per_page"] or 0) * x["fetched"] for x in summaries) / max(1, sum(fetched))
 wall = float(open(f"{run}/wall").read())
 urls = [l.split("\t")[1] for f in glob.glob(f"{run}/out-*/fetched-*.tsv") for l in open(f)]
 dups = len(urls) - len(set(urls))
@@ -104,7 +108,7 @@ sent = int(open(f"{monitored}/sent").read()) / monitored_total
 ran = int(open(f"{run}/run").read()) / total
 rss = [int(open(f).read().strip().splitlines()[-1]) / 1024 for f in sorted(glob.glob(f"{run}/rss-*"))]
 per = ", ".join(f"{f / wall:.0f}" for f in fetched)
-print(f"| {hosts} | {n} | {total} | {wall:.1f} | {total / wall:.0f} | {per} | {min(shares):.2f}-{max(shares):.2f} | {dups} | {sent:.2f} / {ran:.1f} | {', '.join(f'{r:.0f}' for r in rss)} |")
+print(f"| {hosts} | {n} | {total} | {wall:.1f} | {total / wall:.0f} | {per} | {min(shares):.2f}-{max(shares):.2f} | {dups} | {calls:.2f} / {sent:.2f} / {ran:.1f} | {', '.join(f'{r:.0f}' for r in rss)} |")
 PY
     done
     kill "$site_pid" 2>/dev/null || true

@@ -552,6 +552,7 @@ async fn shared_summary(shared: &Shared, q: &SharedQueue) -> String {
     let c = &m.counters;
     let load = |a: &AtomicU64| serde_json::Value::from(a.load(Ordering::Relaxed));
     let per_page = q.commands_per_page().await;
+    let calls = q.calls_per_page(c.fetched.load(Ordering::Relaxed));
     let summary = serde_json::json!({
         "process": q.me.to_string(),
         "fetched": load(&c.fetched),
@@ -566,6 +567,7 @@ async fn shared_summary(shared: &Shared, q: &SharedQueue) -> String {
         "bytes": load(&c.bytes),
         "warc_records": shared.with_records(|r| r.warc_records()),
         "redis_commands_per_page": if per_page.is_finite() { serde_json::json!(per_page) } else { serde_json::Value::Null },
+        "redis_calls_per_page": calls,
         "skips": c.skips(),
     });
     summary.to_string()
@@ -613,7 +615,10 @@ async fn housekeeping(shared: Arc<Shared>) {
             _ = tick.tick() => {
                 if let Some(q) = shared.shared_queue() {
                     let per_page = q.commands_per_page().await;
-                    shared.monitor.counters.set_commands_per_page(per_page);
+                    let counters = &shared.monitor.counters;
+                    counters.set_commands_per_page(per_page);
+                    let fetched = shared.with_records(|r| r.stats.fetched);
+                    counters.set_calls_per_page(q.calls_per_page(fetched));
                 }
                 if progress {
                     let fetched = shared.with_records(|r| r.stats.fetched);

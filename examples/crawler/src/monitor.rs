@@ -46,6 +46,8 @@ pub(crate) struct Counters {
     pub(crate) bytes: AtomicU64,
     /// Redis commands processed per page, crawl-wide (an `f64`'s bits; NaN when unknown).
     commands_per_page: AtomicU64,
+    /// This process's calls to Redis per page it fetched (an `f64`'s bits; NaN when unknown).
+    calls_per_page: AtomicU64,
     /// URLs not followed and failed fetches, per reason (`traps`, `skipped` and `errors` are
     /// its sums by class).
     pub(crate) by_reason: Mutex<BTreeMap<SkipReason, u64>>,
@@ -65,6 +67,18 @@ impl Counters {
     /// Redis commands per page; `None` before it is known (and always in a local crawl).
     pub(crate) fn commands_per_page(&self) -> Option<f64> {
         let v = f64::from_bits(self.commands_per_page.load(Ordering::Relaxed));
+        (v.is_finite() && v > 0.0).then_some(v)
+    }
+
+    /// Records this process's calls to Redis per page it fetched.
+    pub(crate) fn set_calls_per_page(&self, per_page: Option<f64>) {
+        self.calls_per_page
+            .store(per_page.unwrap_or(f64::NAN).to_bits(), Ordering::Relaxed);
+    }
+
+    /// This process's calls to Redis per page; `None` before it is known.
+    pub(crate) fn calls_per_page(&self) -> Option<f64> {
+        let v = f64::from_bits(self.calls_per_page.load(Ordering::Relaxed));
         (v.is_finite() && v > 0.0).then_some(v)
     }
 
@@ -207,8 +221,10 @@ struct Status {
     bytes: u64,
     pages_per_sec: f64,
     rate_limit: f64,
-    /// Redis commands processed per page fetched, crawl-wide (a shared crawl's cost).
+    /// Redis commands processed per page fetched, crawl-wide, those inside scripts included.
     redis_commands_per_page: Option<f64>,
+    /// This process's calls to Redis (round trips) per page it fetched.
+    redis_calls_per_page: Option<f64>,
     /// Distinct URLs not followed and failed fetches, per reason.
     skips: BTreeMap<&'static str, u64>,
     log: Vec<crate::logger::Entry>,
@@ -259,6 +275,7 @@ impl Monitor {
             },
             rate_limit: self.pacer.rate(),
             redis_commands_per_page: c.commands_per_page(),
+            redis_calls_per_page: c.calls_per_page(),
             skips: c.skips(),
             log: self.logger.recent(20).await,
         }
@@ -329,10 +346,15 @@ async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
     );
     let mut rows: Vec<(&str, String)> = Vec::new();
     if m.shared {
-        let per_page = s
-            .redis_commands_per_page
-            .map_or("not known yet".to_owned(), |n| format!("{n:.2}"));
-        rows.push(("Redis commands per page", per_page));
+        let figure = |n: Option<f64>| n.map_or("not known yet".to_owned(), |n| format!("{n:.2}"));
+        rows.push((
+            "Redis calls per page (this process, one round trip each)",
+            figure(s.redis_calls_per_page),
+        ));
+        rows.push((
+            "Redis commands run per page (crawl-wide, inside scripts too)",
+            figure(s.redis_commands_per_page),
+        ));
     }
     rows.extend([
         ("fetched", s.fetched.to_string()),

@@ -154,6 +154,9 @@ pub(crate) struct SharedQueue {
     admitted: Record,
     /// Redis's command count and the pages acknowledged crawl-wide when this process joined.
     baseline: Mutex<Option<(u64, u64)>>,
+    /// Calls this process made to Redis (frontier scripts, done-set batches, its own keys,
+    /// memberships), each one round trip.
+    calls: AtomicU64,
 }
 
 impl std::fmt::Debug for SharedQueue {
@@ -256,7 +259,18 @@ impl SharedQueue {
             commits: Mutex::new(Some(commits)),
             inbox: Mutex::new(Some(inbox)),
             baseline: Mutex::new(None),
+            calls: AtomicU64::new(0),
         })
+    }
+
+    /// Counts `n` calls to Redis.
+    fn called(&self, n: usize) {
+        self.calls.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Calls to Redis per page this process fetched; `None` before its first page.
+    pub(crate) fn calls_per_page(&self, fetched: u64) -> Option<f64> {
+        (fetched > 0).then(|| self.calls.load(Ordering::Relaxed) as f64 / fetched as f64)
     }
 
     /// The current store (stripes and done set).
@@ -395,6 +409,7 @@ impl SharedQueue {
         let mut tasks = Vec::new();
         for i in 0..n {
             let s = (start + i) % n;
+            self.called(1);
             let got = store.stripes[s].claim_batch(&self.me, max).await?;
             if !got.is_empty() {
                 tasks = got.into_iter().map(|t| (s, t)).collect();
@@ -403,6 +418,7 @@ impl SharedQueue {
         }
         if let (true, Some(wait)) = (tasks.is_empty(), wait) {
             let s = start % n;
+            self.called(1);
             tasks = store.stripes[s]
                 .claim_batch_wait(&self.me, max, wait / n as u32)
                 .await?
@@ -419,6 +435,7 @@ impl SharedQueue {
     /// Whether every stripe is empty with nothing claimed by any process.
     async fn drained(&self) -> Result<bool, CrawlError> {
         for f in &self.store().stripes {
+            self.called(2);
             if f.pending().await? > 0 || f.in_flight().await? > 0 {
                 return Ok(false);
             }
@@ -427,6 +444,7 @@ impl SharedQueue {
     }
 
     async fn stop_raised(&self) -> bool {
+        self.called(1);
         let mut conn = self.conn.clone();
         let flag: redis::RedisResult<Option<String>> = redis::cmd("GET")
             .arg(&self.keys.stop)
@@ -443,6 +461,7 @@ impl SharedQueue {
         };
         let mut pages = 0;
         for f in &self.store().stripes {
+            self.called(1);
             pages += f.acked().await.unwrap_or(0);
         }
         let mut baseline = self.baseline.lock().unwrap_or_else(|p| p.into_inner());
@@ -455,6 +474,7 @@ impl SharedQueue {
     }
 
     async fn command_count(&self) -> Result<u64, CrawlError> {
+        self.called(1);
         let mut conn = self.conn.clone();
         let info: String = redis::cmd("INFO")
             .arg("stats")
@@ -826,6 +846,7 @@ async fn commit_batch(q: &SharedQueue, batch: Vec<Commit>) -> Result<(), CrawlEr
     let store = q.store();
     let urls: Vec<String> = offers.iter().map(|(j, _)| j.url.to_string()).collect();
     let done = store.done.clone();
+    q.called(usize::from(!urls.is_empty()));
     let verdicts = tokio::task::spawn_blocking(move || done.admit_batch(&urls))
         .await
         .map_err(|e| CrawlError::Options(format!("done set task: {e}")))??;
@@ -872,9 +893,11 @@ async fn commit_batch(q: &SharedQueue, batch: Vec<Commit>) -> Result<(), CrawlEr
             );
         }
         let mut conn = q.conn.clone();
+        q.called(1);
         let _: u64 = cmd.query_async(&mut conn).await?;
     }
     for (s, w) in work {
+        q.called(1);
         let queued = store.stripes[s]
             .commit(&q.me, &w.tasks, q.host_budget, &w.acks)
             .await?;
@@ -915,6 +938,7 @@ async fn within_template_budgets(
         .map(|(i, _)| offers[*i].0.url.to_string())
         .collect();
     let done = q.store().done.clone();
+    q.called(urls.len());
     let known = tokio::task::spawn_blocking(move || done.contains_batch(&urls))
         .await
         .map_err(|e| CrawlError::Options(format!("done set task: {e}")))??;
@@ -930,6 +954,7 @@ async fn within_template_budgets(
         return Ok(offers);
     }
     let mut conn = q.conn.clone();
+    q.called(1);
     let counts: Vec<u64> = pipe.query_async(&mut conn).await?;
     let mut refused = vec![false; offers.len()];
     {
@@ -989,6 +1014,7 @@ pub(crate) async fn housekeeping(shared: Arc<Shared>, lease: Duration) {
 
 /// Renews every lease; rejoins where one was lost. Returns whether all were still held.
 async fn heartbeat(q: &SharedQueue) -> Result<bool, CrawlError> {
+    q.called(1 + q.members.len());
     let mut held = q.main.heartbeat(&q.me).await?;
     if !held {
         q.main.join(&q.me).await?;
@@ -1004,6 +1030,7 @@ async fn heartbeat(q: &SharedQueue) -> Result<bool, CrawlError> {
 
 /// Holds or takes the leader lease; the leader requeues the claims of dead processes.
 async fn lead(q: &SharedQueue) -> Result<u64, CrawlError> {
+    q.called(1);
     let mut leader = q.leader.lock().await;
     let renewed = match *leader {
         Some(epoch) => q.lease.renew(&q.me, epoch).await?,
@@ -1017,6 +1044,7 @@ async fn lead(q: &SharedQueue) -> Result<u64, CrawlError> {
     }
     let mut n = 0;
     for f in &q.store().stripes {
+        q.called(1);
         n += f.requeue_dead().await?;
     }
     Ok(n)

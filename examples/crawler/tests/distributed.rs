@@ -377,6 +377,12 @@ fn a_process_joining_mid_crawl_takes_a_share() {
     assert!(fetched(&second) > 0, "the joining process fetched nothing");
     assert_eq!(fetched(&first) + fetched(&second), PAGES as u64);
     assert_eq!(forest.hits(), vec![1; PAGES]);
+    // Claims and commits are batched: a few calls per page, heartbeats of a 600 ms lease
+    // included (the engine before batching made about 33).
+    for s in [&first, &second] {
+        let calls = s["redis_calls_per_page"].as_f64().unwrap();
+        assert!(calls < 8.0, "{calls} Redis calls per page: {s}");
+    }
 }
 
 /// SIGTERM (or Ctrl-C) makes a process of a shared crawl finish its fetches, acknowledge them
