@@ -279,16 +279,22 @@ impl Layout {
         placement: Placement,
     ) -> Result<Self, Error> {
         check_segment_bits(segment_bits)?;
+        let request = (items, fpr.to_bits(), segment_bits, placement);
+        if let Some(layout) = recent_layouts::find(request) {
+            return Ok(layout);
+        }
         let sizing = match placement {
             Placement::Scattered => Sizing::blocked(items, fpr, segment_bits)?,
             Placement::Split => Sizing::split(items, fpr, segment_bits)?,
         };
-        Self::with_placement(
+        let layout = Self::with_placement(
             sizing.bits / segment_bits,
             segment_bits,
             sizing.hashes,
             placement,
-        )
+        )?;
+        recent_layouts::remember(request, layout);
+        Ok(layout)
     }
 
     /// The smallest segment, from one cache line (512 bits) up to eight, whose scattered
@@ -573,6 +579,45 @@ impl Layout {
     }
 }
 
+/// The layouts [`Layout::for_items_with`] sized last on this thread.
+///
+/// Sizing searches the blocked or split model's rate over bit counts and hash counts, about a
+/// tenth of a millisecond; filling a filter of 10,000 items takes a few tenths. A partitioned
+/// filter builds thousands of shards of one size, and a small filter would spend a third of
+/// its life being sized: the answer for the same request is the same, so it is kept.
+mod recent_layouts {
+    use std::cell::RefCell;
+
+    use super::{Layout, Placement};
+
+    /// Items, rate (as bits), segment bits and placement.
+    pub(super) type Request = (u64, u64, u64, Placement);
+
+    /// How many answers a thread keeps.
+    const KEPT: usize = 8;
+
+    thread_local! {
+        /// Newest first.
+        static RECENT: RefCell<Vec<(Request, Layout)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    pub(super) fn find(request: Request) -> Option<Layout> {
+        RECENT.with_borrow(|recent| {
+            recent
+                .iter()
+                .find(|(r, _)| *r == request)
+                .map(|&(_, layout)| layout)
+        })
+    }
+
+    pub(super) fn remember(request: Request, layout: Layout) {
+        RECENT.with_borrow_mut(|recent| {
+            recent.insert(0, (request, layout));
+            recent.truncate(KEPT);
+        });
+    }
+}
+
 fn check_segment_bits(segment_bits: u64) -> Result<(), Error> {
     if !segment_bits.is_power_of_two()
         || !(MIN_SEGMENT_BITS..=MAX_SEGMENT_BITS).contains(&segment_bits)
@@ -705,7 +750,16 @@ pub(crate) fn fold_line_offsets<A>(
     macro_rules! fixed {
         ($($k:literal)*) => {
             match hashes {
-                $($k => return line_offsets::<$k>(seed).into_iter().fold(init, &mut f),)*
+                $($k => {
+                    // An index loop over the array: always unrolled, where the array's
+                    // by-value iterator sometimes stayed a call.
+                    let offsets = line_offsets::<$k>(seed);
+                    let mut acc = init;
+                    for i in 0..$k {
+                        acc = f(acc, offsets[i]);
+                    }
+                    return acc;
+                })*
                 _ => {}
             }
         };
@@ -862,6 +916,23 @@ mod tests {
         let seed = 0b000001_000010_000011_000100_000101_000110_000111_001000u64 << 16;
         let offsets: Vec<u64> = l.offsets(Probe { segment: 0, seed }).collect();
         assert_eq!(offsets, [1, 66, 131, 196, 261, 326, 391, 456]);
+    }
+
+    #[test]
+    fn a_remembered_layout_is_the_one_sizing_gives() {
+        for placement in [Placement::Scattered, Placement::Split] {
+            let first = Layout::for_items_with(12_345, 0.003, 512, placement).unwrap();
+            let again = Layout::for_items_with(12_345, 0.003, 512, placement).unwrap();
+            assert_eq!(first, again);
+            let sizing = match placement {
+                Placement::Scattered => Sizing::blocked(12_345, 0.003, 512).unwrap(),
+                Placement::Split => Sizing::split(12_345, 0.003, 512).unwrap(),
+            };
+            assert_eq!((first.bits(), first.hashes()), (sizing.bits, sizing.hashes));
+        }
+        // Other requests are not confused with it.
+        let other = Layout::for_items_with(12_345, 0.002, 512, Placement::Scattered).unwrap();
+        assert!(other.bits() > Layout::for_items(12_345, 0.003, 512).unwrap().bits());
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! cache line, which the holder already owns, so counting costs a plain load and store and no
 //! extra locked instruction; a growing filter sums the stripes to know when a layer is full.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[repr(align(64))]
@@ -36,7 +37,12 @@ impl Stripes {
     /// than the filter has segments (rounded up to a power of two): a stripe no segment maps
     /// to is 64 bytes of nothing, and a sharded filter has thousands of small shards.
     pub(crate) fn for_this_machine(segments: u64) -> Self {
-        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        // Asked once per process: the answer reads the scheduler's affinity mask and the
+        // cgroup's CPU quota from files, tens of microseconds, which a small filter (a shard
+        // of a partitioned one) would pay again at every build.
+        static THREADS: OnceLock<usize> = OnceLock::new();
+        let threads =
+            *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(4, |n| n.get()));
         let most = usize::try_from(segments.max(1).next_power_of_two()).unwrap_or(4096);
         let count = (threads * 8).next_power_of_two().clamp(64, 4096).min(most);
         Self {
