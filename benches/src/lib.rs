@@ -49,17 +49,66 @@ pub fn urls(count: usize, seed: u64) -> Vec<String> {
         .collect()
 }
 
-/// The item counts the filter benchmarks run at, as `(label, n)`: 100,000 (fits in cache) and
-/// 10,000,000 (far larger than cache).
+/// Keys in one contiguous buffer, as a crawler holds URLs it read from a page or a file: what
+/// the head-to-head bench times filters on. (A `Vec<String>` puts every key in its own heap
+/// block, and reading a key then costs a pointer chase that says more about the allocator
+/// than about the filter.)
 ///
-/// Set `URL_DEDUP_BENCH_SIZES` to a comma-separated subset of the labels (`100K`, `10M`) to run
-/// fewer; generating 10M keys takes a few seconds and about 1 GB.
+/// # Examples
+///
+/// ```
+/// let keys = url_dedup_benches::KeyBuffer::urls(3, 1);
+/// assert_eq!(keys.as_slice().len(), 3);
+/// assert_eq!(keys.as_slice(), url_dedup_benches::urls(3, 1));
+/// ```
+#[derive(Debug)]
+pub struct KeyBuffer {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl KeyBuffer {
+    /// The keys of [`urls`]`(count, seed)`, back to back.
+    ///
+    /// # Examples
+    ///
+    /// See [`KeyBuffer`].
+    pub fn urls(count: usize, seed: u64) -> Self {
+        let mut text = String::new();
+        let mut ends = Vec::with_capacity(count);
+        for url in urls(count, seed) {
+            text.push_str(&url);
+            ends.push(text.len());
+        }
+        Self { text, ends }
+    }
+
+    /// Every key, borrowed from the buffer, in order.
+    ///
+    /// # Examples
+    ///
+    /// See [`KeyBuffer`].
+    pub fn as_slice(&self) -> Vec<&str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.text[start..end])
+            .collect()
+    }
+}
+
+/// The item counts the filter benchmarks run at, as `(label, n)`: from 10,000 (a shard of a
+/// partitioned filter, in L1 and L2) through 100,000 and 1,000,000 to 10,000,000 (far larger
+/// than L2, larger than most L3 caches' share of one core).
+///
+/// Set `URL_DEDUP_BENCH_SIZES` to a comma-separated subset of the labels (`10K`, `100K`, `1M`,
+/// `10M`) to run fewer; generating 10M keys takes a few seconds and about 1 GB.
 ///
 /// # Examples
 ///
 /// ```
 /// let sizes = url_dedup_benches::sizes();
-/// assert!(sizes.iter().all(|&(_, n)| n >= 100_000));
+/// assert!(sizes.iter().all(|&(_, n)| n >= 10_000));
 /// ```
 pub fn sizes() -> Vec<(&'static str, usize)> {
     sizes_or(&["100K", "10M"])
@@ -76,7 +125,12 @@ pub fn sizes() -> Vec<(&'static str, usize)> {
 /// }
 /// ```
 pub fn sizes_or(default: &[&str]) -> Vec<(&'static str, usize)> {
-    let all = [("100K", 100_000), ("10M", 10_000_000)];
+    let all = [
+        ("10K", 10_000),
+        ("100K", 100_000),
+        ("1M", 1_000_000),
+        ("10M", 10_000_000),
+    ];
     let wanted = std::env::var("URL_DEDUP_BENCH_SIZES")
         .map(|list| list.split(',').map(|w| w.trim().to_string()).collect())
         .unwrap_or_else(|_| default.iter().map(|w| w.to_string()).collect::<Vec<_>>());
