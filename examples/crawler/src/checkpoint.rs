@@ -1,5 +1,7 @@
-//! Periodic, atomic checkpoints of the crawl state: the run queue, the per-host admission
-//! counts and the done set, in the workspace's snapshot format.
+//! Periodic, atomic checkpoints of the crawl state: where the run queue's file ends, the
+//! per-host and per-template admission counts and the done set, in the workspace's snapshot
+//! format. The run queue itself is the queue file the checkpoint names
+//! ([`crate::queue_file`]), written and synced before the checkpoint.
 //!
 //! The file `checkpoint` holds two snapshots back to back: the crawl state (a private kind, its
 //! payload a line-oriented text blob packed into words) and the done set's whole state as the
@@ -18,13 +20,13 @@ use url_dedup_bloom::snapshot::{self, Kind, Limits, Params};
 
 use crate::done::{DoneSet, FilterSize};
 use crate::error::CrawlError;
-use crate::frontier::{Job, JobKind};
 
 /// The snapshot kind of the crawl state, in the range the workspace leaves to applications.
 const CRAWL_STATE: Kind = Kind(0x8101);
-/// Version 3 follows the state with the facade's done-set snapshot; versions 1 and 2 (a bare
-/// Bloom filter, written before the crawler used the facade) are refused with a clear message.
-const VERSION: u16 = 3;
+/// Version 4 keeps the run queue in its own file and records its length; version 3 held the
+/// queue in the checkpoint, versions 1 and 2 a bare Bloom filter: those are refused with a
+/// clear message.
+const VERSION: u16 = 4;
 /// Largest state blob accepted: a run queue of some ten million URLs.
 const MAX_STATE_BYTES: u64 = 4 << 30;
 
@@ -37,7 +39,8 @@ pub(crate) struct Checkpoint {
     pub(crate) pages_done: u64,
     /// Committed length of the WARC file.
     pub(crate) warc_len: u64,
-    pub(crate) pending: Vec<Job>,
+    /// Length of the generation's queue file at the checkpoint.
+    pub(crate) queue_len: u64,
     pub(crate) host_admitted: HashMap<String, u64>,
     /// URLs admitted per template budget key (see `crate::template`).
     pub(crate) template_admitted: HashMap<String, u64>,
@@ -45,11 +48,11 @@ pub(crate) struct Checkpoint {
 }
 
 /// Borrowed state to write.
-pub(crate) struct CheckpointRef<'a, I> {
+pub(crate) struct CheckpointRef<'a> {
     pub(crate) generation: u64,
     pub(crate) pages_done: u64,
     pub(crate) warc_len: u64,
-    pub(crate) pending: I,
+    pub(crate) queue_len: u64,
     pub(crate) host_admitted: &'a HashMap<String, u64>,
     pub(crate) template_admitted: &'a HashMap<String, u64>,
     pub(crate) done: &'a DoneSet,
@@ -60,20 +63,8 @@ pub(crate) fn path(dir: &Path) -> PathBuf {
 }
 
 /// Writes a checkpoint atomically (write, sync, rename, sync the directory).
-pub(crate) fn write<'a>(
-    dir: &Path,
-    state: CheckpointRef<'a, impl Iterator<Item = &'a Job>>,
-) -> Result<(), CrawlError> {
+pub(crate) fn write(dir: &Path, state: CheckpointRef<'_>) -> Result<(), CrawlError> {
     let mut blob = String::new();
-    for job in state.pending {
-        blob.push_str(&format!(
-            "P\t{}\t{}\t{}\t{}\n",
-            job.kind.code(),
-            job.depth,
-            job.hops,
-            job.url
-        ));
-    }
     for (host, n) in state.host_admitted {
         blob.push_str(&format!("H\t{n}\t{host}\n"));
     }
@@ -87,6 +78,7 @@ pub(crate) fn write<'a>(
         .put_u64(state.generation)
         .put_u64(state.pages_done)
         .put_u64(state.warc_len)
+        .put_u64(state.queue_len)
         .put_u64(bytes.len() as u64);
     let words = bytes.chunks(8).map(|c| {
         let mut w = [0u8; 8];
@@ -156,9 +148,9 @@ pub(crate) fn read(dir: &Path, size: FilterSize) -> Result<Option<Checkpoint>, C
     let version = p.u16().map_err(|e| damaged(e.to_string()))?;
     if version < VERSION {
         return Err(damaged(format!(
-            "crawl state version {version} was written by an older build (its done set is a bare \
-             Bloom filter); finish that crawl with the build that started it, or crawl into a \
-             new --out"
+            "crawl state version {version} was written by an older build (its run queue or \
+             done set is kept another way); finish that crawl with the build that started it, \
+             or crawl into a new --out"
         )));
     }
     if version > VERSION {
@@ -167,7 +159,8 @@ pub(crate) fn read(dir: &Path, size: FilterSize) -> Result<Option<Checkpoint>, C
         )));
     }
     let mut next = || p.u64().map_err(|e| damaged(e.to_string()));
-    let (generation, pages_done, warc_len, len) = (next()?, next()?, next()?, next()?);
+    let (generation, pages_done, warc_len, queue_len, len) =
+        (next()?, next()?, next()?, next()?, next()?);
     let words = header
         .read_payload(&mut input)
         .map_err(|e| damaged(e.to_string()))?;
@@ -177,24 +170,11 @@ pub(crate) fn read(dir: &Path, size: FilterSize) -> Result<Option<Checkpoint>, C
     let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     bytes.truncate(len as usize);
     let text = String::from_utf8(bytes).map_err(|_| damaged("state is not UTF-8".into()))?;
-    let mut pending = Vec::new();
     let mut host_admitted = HashMap::new();
     let mut template_admitted = HashMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
         match f.as_slice() {
-            ["P", kind, depth, hops, url] => pending.push(Job {
-                url: (*url).into(),
-                depth: depth
-                    .parse()
-                    .map_err(|_| damaged(format!("bad depth in {line:?}")))?,
-                hops: hops
-                    .parse()
-                    .map_err(|_| damaged(format!("bad hops in {line:?}")))?,
-                kind: JobKind::from_code(kind)
-                    .ok_or_else(|| damaged(format!("bad kind in {line:?}")))?,
-                claim: None,
-            }),
             ["H" | "T", n, key] => {
                 let counts = if f[0] == "H" {
                     &mut host_admitted
@@ -227,7 +207,7 @@ pub(crate) fn read(dir: &Path, size: FilterSize) -> Result<Option<Checkpoint>, C
         generation,
         pages_done,
         warc_len,
-        pending,
+        queue_len,
         host_admitted,
         template_admitted,
         done,
@@ -250,37 +230,23 @@ mod tests {
         assert!(read(dir.path(), SIZE).unwrap().is_none());
         let done = DoneSet::local(SIZE).unwrap();
         done.admit("http://h/a").unwrap();
-        let jobs = [
-            Job {
-                url: "http://h/a".into(),
-                depth: 1,
-                hops: 0,
-                kind: JobKind::Page,
-                claim: None,
-            },
-            Job {
-                url: "http://h/s.xml".into(),
-                depth: 1,
-                hops: 2,
-                kind: JobKind::Sitemap,
-                claim: None,
-            },
-        ];
         let hosts = HashMap::from([("h:80".to_owned(), 2u64)]);
         let templates = HashMap::from([("h/cal/{int}".to_owned(), 7u64)]);
         let state = CheckpointRef {
             generation: 4,
             pages_done: 9,
             warc_len: 1234,
-            pending: jobs.iter(),
+            queue_len: 77,
             host_admitted: &hosts,
             template_admitted: &templates,
             done: &done,
         };
         write(dir.path(), state).unwrap();
         let c = read(dir.path(), SIZE).unwrap().unwrap();
-        assert_eq!((c.generation, c.pages_done, c.warc_len), (4, 9, 1234));
-        assert_eq!(c.pending, jobs);
+        assert_eq!(
+            (c.generation, c.pages_done, c.warc_len, c.queue_len),
+            (4, 9, 1234, 77)
+        );
         assert_eq!(c.host_admitted, hosts);
         assert_eq!(c.template_admitted, templates);
         assert!(c.done.contains("http://h/a").unwrap());

@@ -51,6 +51,9 @@ pub(crate) struct Shared {
     pub(crate) monitor: Arc<Monitor>,
     backend: Backend,
     router: Router,
+    /// Most jobs of a local crawl handed to the workers and not done: the rest of the run
+    /// queue waits on disk.
+    window: usize,
     stop: watch::Sender<bool>,
     /// Fetches started, counted against --max-pages (pages of earlier runs included).
     started: AtomicU64,
@@ -148,12 +151,9 @@ impl Shared {
     pub(crate) fn offer(&self, candidates: Vec<Candidate>) {
         match &self.backend {
             Backend::Local(state) => {
-                let admitted = {
-                    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
-                    page::admit_all(self, &mut state, None, candidates)
-                };
-                match admitted {
-                    Ok(jobs) => jobs.into_iter().for_each(|j| self.router.route(j)),
+                let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+                match page::admit_all(self, &mut state, None, candidates) {
+                    Ok(_) => self.hand_out(&mut state),
                     Err(e) => self.fail(e),
                 }
             }
@@ -193,15 +193,15 @@ impl Shared {
     pub(crate) fn give_up(&self, job: &Job, problem: Option<(SkipReason, String)>) {
         match &self.backend {
             Backend::Local(state) => {
-                let result = {
-                    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
-                    let skipped = match &problem {
-                        Some((reason, detail)) => state.skip(*reason, &job.url, detail),
-                        None => Ok(()),
-                    };
-                    skipped.and_then(|()| state.complete(job, None))
+                let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+                let skipped = match &problem {
+                    Some((reason, detail)) => state.skip(*reason, &job.url, detail),
+                    None => Ok(()),
                 };
-                self.after_commit(result, Vec::new());
+                match skipped.and_then(|()| state.complete(job, None)) {
+                    Ok(()) => self.hand_out(&mut state),
+                    Err(e) => self.fail(e),
+                }
             }
             Backend::Shared(q) => {
                 if let Some((reason, detail)) = &problem
@@ -254,18 +254,14 @@ impl Shared {
         };
         match &self.backend {
             Backend::Local(state) => {
-                let result = {
-                    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
-                    let record = || -> Result<(Vec<Job>, bool), CrawlError> {
-                        let admitted =
-                            page::admit_all(self, &mut state, Some(&job.url), candidates)?;
-                        note(&mut state.records)?;
-                        Ok((admitted, state.complete(job, Some(exchange))?))
-                    };
-                    record()
+                let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+                let record = || -> Result<(), CrawlError> {
+                    page::admit_all(self, &mut state, Some(&job.url), candidates)?;
+                    note(&mut state.records)?;
+                    state.complete(job, Some(exchange))
                 };
-                match result {
-                    Ok((admitted, empty)) => self.after_commit(Ok(empty), admitted),
+                match record() {
+                    Ok(()) => self.hand_out(&mut state),
                     Err(e) => self.fail(e),
                 }
             }
@@ -308,11 +304,13 @@ impl Shared {
         }
     }
 
-    fn after_commit(&self, result: Result<bool, CrawlError>, admitted: Vec<Job>) {
-        match result {
-            Ok(empty) => {
-                admitted.into_iter().for_each(|j| self.router.route(j));
-                if empty {
+    /// Hands the next jobs of the local run queue to the workers, up to the window; stops the
+    /// crawl when nothing is left, handed out or queued.
+    fn hand_out(&self, state: &mut CrawlState) {
+        match state.hand_out(self.window) {
+            Ok(jobs) => {
+                jobs.into_iter().for_each(|j| self.router.route(j));
+                if state.handed_len() == 0 {
                     self.request_stop();
                 }
             }
@@ -399,6 +397,7 @@ pub(crate) async fn run(
         ),
         backend,
         router: Router::new(senders)?,
+        window: (config.workers * config.per_host * 64).max(4096),
         stop,
         started: AtomicU64::new(pages_before),
         limit_hit: AtomicBool::new(false),
@@ -421,13 +420,8 @@ pub(crate) async fn run(
     if let Some(mut state) = shared.local() {
         // The run queue of an interrupted crawl first, then the seeds (already seen when
         // resuming).
-        let queued: Vec<Job> = state.pending().cloned().collect();
-        queued.into_iter().for_each(|j| shared.router.route(j));
-        let admitted = page::admit_all(&shared, &mut state, None, seeds)?;
-        admitted.into_iter().for_each(|j| shared.router.route(j));
-        if state.pending_len() == 0 {
-            shared.request_stop();
-        }
+        page::admit_all(&shared, &mut state, None, seeds)?;
+        shared.hand_out(&mut state);
     } else if let (Some(q), Some(settings)) = (shared.shared_queue(), &sharing) {
         q.join().await?;
         monitor

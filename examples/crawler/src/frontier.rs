@@ -1,5 +1,5 @@
-//! The run queue of document 002: URLs admitted to the crawl and not yet done, in admission
-//! (breadth-first) order.
+//! Jobs, the unit of the run queue of document 002, and the set of jobs handed to workers and
+//! not yet done, in admission (breadth-first) order.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -91,10 +91,6 @@ impl Pending {
 
     pub(crate) fn len(&self) -> usize {
         self.by_seq.len()
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.by_seq.is_empty()
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Job> {

@@ -74,6 +74,7 @@ mod mirror;
 mod monitor;
 mod options;
 mod page;
+mod queue_file;
 mod records;
 mod robots;
 mod router;

@@ -1,12 +1,16 @@
 //! The crawl's durable state behind one lock: the done set, the run queue, the journal, the
 //! WARC file and the skip report.
 //!
+//! The run queue is on disk ([`QueueFile`]): memory holds the jobs handed to workers (at most
+//! the hand-out window), so a crawl of any size runs in bounded memory.
+//!
 //! Admission and completion happen under this lock, so the done-set check is exact
 //! (check-and-insert, never two workers admitting one URL), and every change reaches the journal
 //! in the order it happened. The lock is taken once per fetched page, not once per link.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::checkpoint::{self, Checkpoint, CheckpointRef};
 pub(crate) use crate::done::FilterSize;
@@ -15,6 +19,7 @@ use crate::error::CrawlError;
 use crate::fetch::Exchange;
 use crate::frontier::{Job, Pending};
 use crate::journal::{self, Event, Journal};
+use crate::queue_file::{self, QueueFile};
 use crate::records::Records;
 use crate::skip::SkipReason;
 use crate::template::{self, Lineage};
@@ -41,7 +46,13 @@ pub(crate) struct Resumed {
 pub(crate) struct CrawlState {
     dir: PathBuf,
     done: DoneSet,
-    pending: Pending,
+    /// Admitted jobs not handed to a worker yet, in admission order.
+    queue: QueueFile,
+    /// Jobs handed to workers and not done, in admission order.
+    handed: Pending,
+    /// URLs done since the checkpoint that may still be read from the queue file (a resumed
+    /// crawl's file holds what was pending at the checkpoint): skipped when read.
+    done_since: HashSet<Arc<str>>,
     host_admitted: HashMap<String, u64>,
     host_budget: u64,
     /// URLs admitted per template budget key (`crate::template`).
@@ -76,7 +87,7 @@ impl CrawlState {
                 generation: 0,
                 pages_done: 0,
                 warc_len: 0,
-                pending: Vec::new(),
+                queue_len: 0,
                 host_admitted: HashMap::new(),
                 template_admitted: HashMap::new(),
                 done: DoneSet::local(size)?,
@@ -86,13 +97,15 @@ impl CrawlState {
             generation,
             mut pages_done,
             mut warc_len,
-            pending: queued,
+            queue_len,
             mut host_admitted,
             mut template_admitted,
             done,
         } = start;
-        let mut pending = Pending::default();
-        queued.into_iter().for_each(|j| pending.push(j));
+        let queue_path = queue_file::path(dir, generation);
+        let mut queue = QueueFile::open(dir, generation, queue_len)
+            .map_err(CrawlError::io("opening the run queue", &queue_path))?;
+        let mut done_since = HashSet::new();
         let journal_path = journal::path(dir, generation);
         let (events, valid) = journal::replay(&journal_path)
             .map_err(CrawlError::io("reading journal", &journal_path))?;
@@ -108,20 +121,22 @@ impl CrawlState {
                             .entry(template::key(&job.url, lineage))
                             .or_default() += 1;
                     }
-                    pending.push(job);
+                    queue
+                        .push(&job)
+                        .map_err(CrawlError::io("writing the run queue", &queue_path))?;
                 }
                 Event::Done {
                     url,
                     warc_len: len,
                     fetched,
                 } => {
-                    pending.remove(&url);
+                    done_since.insert(Arc::from(url));
                     warc_len = warc_len.max(len);
                     pages_done += u64::from(fetched);
                 }
             }
         }
-        resumed.pending = pending.len();
+        resumed.pending = (queue.unread() as usize).saturating_sub(done_since.len());
         resumed.pages_done = pages_done;
         let journal = Journal::open(dir, generation, valid)
             .map_err(CrawlError::io("opening journal", &journal_path))?;
@@ -132,7 +147,9 @@ impl CrawlState {
         let state = Self {
             dir: dir.to_owned(),
             done,
-            pending,
+            queue,
+            handed: Pending::default(),
+            done_since,
             host_admitted,
             host_budget: traps.host_budget,
             template_admitted,
@@ -146,13 +163,34 @@ impl CrawlState {
         Ok((state, resumed))
     }
 
-    /// The run queue, in admission order.
-    pub(crate) fn pending(&self) -> impl Iterator<Item = &Job> {
-        self.pending.iter()
+    /// Hands up to `room` more jobs to the workers, in admission order (fewer when the window
+    /// of `window` jobs handed and not done is full). An empty answer with nothing handed out
+    /// means the run queue is empty: the crawl is complete.
+    pub(crate) fn hand_out(&mut self, window: usize) -> Result<Vec<Job>, CrawlError> {
+        let mut out = Vec::new();
+        while self.handed.len() < window {
+            let next = self.queue.pop().map_err(CrawlError::io(
+                "reading the run queue",
+                queue_file::path(&self.dir, self.generation),
+            ))?;
+            let Some(job) = next else { break };
+            if self.done_since.contains(&job.url) {
+                continue;
+            }
+            self.handed.push(job.clone());
+            out.push(job);
+        }
+        Ok(out)
     }
 
+    /// Jobs handed out and not done.
+    pub(crate) fn handed_len(&self) -> usize {
+        self.handed.len()
+    }
+
+    /// Admitted URLs not done: handed out, or waiting in the queue file.
     pub(crate) fn pending_len(&self) -> usize {
-        self.pending.len()
+        self.handed.len() + self.queue.unread() as usize
     }
 
     /// Pages fetched over all runs.
@@ -210,7 +248,10 @@ impl CrawlState {
         self.journal
             .admitted(&job, lineage)
             .map_err(self.journal_error())?;
-        self.pending.push(job.clone());
+        self.queue.push(&job).map_err(CrawlError::io(
+            "writing the run queue",
+            queue_file::path(&self.dir, self.generation),
+        ))?;
         self.records.stats.admitted += 1;
         Ok(Admission::Admitted(job))
     }
@@ -226,12 +267,12 @@ impl CrawlState {
     }
 
     /// Marks `job` done. With an exchange, its records go to the WARC first, so the journaled
-    /// WARC length covers them. Returns whether the run queue is now empty.
+    /// WARC length covers them.
     pub(crate) fn complete(
         &mut self,
         job: &Job,
         exchange: Option<&Exchange>,
-    ) -> Result<bool, CrawlError> {
+    ) -> Result<(), CrawlError> {
         if let Some(x) = exchange {
             let offset = self.records.exchange(&job.url, x)?;
             self.warc_len = self.warc_len.max(offset);
@@ -242,8 +283,8 @@ impl CrawlState {
             .map_err(self.journal_error())?;
         self.journal.flush().map_err(self.journal_error())?;
         self.records.flush_skips();
-        self.pending.remove(&job.url);
-        Ok(self.pending.is_empty())
+        self.handed.remove(&job.url);
+        Ok(())
     }
 
     /// Pushes everything written so far to the OS (the journal and the WARC are already
@@ -259,25 +300,39 @@ impl CrawlState {
         self.journal.sync().map_err(self.journal_error())?;
         self.records.flush_warc()?;
         let next = self.generation + 1;
+        // The next generation's queue file: what is pending now, handed-out jobs first.
+        let queue = self
+            .queue
+            .rotate(&self.dir, next, self.handed.iter(), &self.done_since)
+            .map_err(CrawlError::io(
+                "writing the run queue",
+                queue_file::path(&self.dir, next),
+            ))?;
         checkpoint::write(
             &self.dir,
             CheckpointRef {
                 generation: next,
                 pages_done: self.pages_done,
                 warc_len: self.warc_len,
-                pending: self.pending.iter(),
+                queue_len: queue.len(),
                 host_admitted: &self.host_admitted,
                 template_admitted: &self.template_admitted,
                 done: &self.done,
             },
         )?;
-        let old = journal::path(&self.dir, self.generation);
+        let old = (
+            journal::path(&self.dir, self.generation),
+            queue_file::path(&self.dir, self.generation),
+        );
         self.journal = Journal::open(&self.dir, next, 0).map_err(CrawlError::io(
             "opening journal",
             journal::path(&self.dir, next),
         ))?;
+        self.queue = queue;
+        self.done_since.clear();
         self.generation = next;
-        let _ = std::fs::remove_file(old);
+        let _ = std::fs::remove_file(old.0);
+        let _ = std::fs::remove_file(old.1);
         Ok(())
     }
 
@@ -367,6 +422,7 @@ mod tests {
                 CrawlState::open(dir.path(), SIZE, &budgets(100, 100), false, "t").unwrap();
             s.admit(job("http://h/a"), None).unwrap();
             s.admit(job("http://h/b"), None).unwrap();
+            assert_eq!(s.hand_out(10).unwrap().len(), 2);
             s.complete(&job("http://h/a"), None).unwrap();
             s.checkpoint().unwrap();
             s.admit(job("http://h/c"), None).unwrap();
@@ -377,13 +433,61 @@ mod tests {
             CrawlState::open(dir.path(), SIZE, &budgets(100, 100), false, "t").unwrap();
         assert!(resumed.from_checkpoint);
         assert_eq!(resumed.journal_events, 2);
-        assert_eq!(
-            s.pending().map(|j| &*j.url).collect::<Vec<_>>(),
-            ["http://h/c"]
-        );
+        let pending: Vec<String> = s
+            .hand_out(10)
+            .unwrap()
+            .iter()
+            .map(|j| j.url.to_string())
+            .collect();
+        assert_eq!(pending, ["http://h/c"]);
         for u in ["http://h/a", "http://h/b", "http://h/c"] {
             assert_eq!(s.admit(job(u), None).unwrap(), Admission::Duplicate, "{u}");
         }
+    }
+
+    /// A run queue far longer than the hand-out window waits on disk, in admission order, and
+    /// comes back whole after a checkpoint and a kill: handed-out jobs not done first.
+    #[test]
+    fn a_long_run_queue_waits_on_disk_and_survives_a_kill() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = |i: usize| format!("http://h/{i}");
+        {
+            let (mut s, _) =
+                CrawlState::open(dir.path(), SIZE, &budgets(1 << 20, 100), false, "t").unwrap();
+            for i in 0..20_000 {
+                s.admit(job(&url(i)), None).unwrap();
+            }
+            let first = s.hand_out(100).unwrap();
+            assert_eq!(first.len(), 100);
+            assert_eq!(s.handed_len(), 100);
+            assert_eq!(s.pending_len(), 20_000);
+            for j in &first[..60] {
+                s.complete(j, None).unwrap();
+            }
+            assert_eq!(
+                s.hand_out(100).unwrap().first().map(|j| j.url.to_string()),
+                Some(url(100))
+            );
+            s.checkpoint().unwrap();
+            s.complete(&job(&url(60)), None).unwrap();
+            // kill -9
+        }
+        let (mut s, resumed) =
+            CrawlState::open(dir.path(), SIZE, &budgets(1 << 20, 100), false, "t").unwrap();
+        assert_eq!(resumed.pending, 19_939);
+        let mut order = Vec::new();
+        loop {
+            let batch = s.hand_out(1000).unwrap();
+            if batch.is_empty() {
+                break;
+            }
+            for j in &batch {
+                s.complete(j, None).unwrap();
+            }
+            order.extend(batch.into_iter().map(|j| j.url.to_string()));
+        }
+        let want: Vec<String> = (61..20_000).map(url).collect();
+        assert_eq!(order, want);
     }
 
     #[test]
