@@ -2,7 +2,7 @@
 //! the WARC file, the skip report (`skipped.tsv`), the counters of the run and the hashes of
 //! the bodies seen.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::CrawlError;
@@ -41,12 +41,14 @@ pub(crate) struct Stats {
 }
 
 /// The records of one process.
-#[derive(Debug)]
 pub(crate) struct Records {
     dir: PathBuf,
     warc_path: PathBuf,
     warc: Option<WarcWriter>,
-    body_hashes: HashSet<u64>,
+    /// The XXH3 hashes of the bodies seen, in a growing filter (a few bytes per page, where a
+    /// set of hashes would take some 30): a false positive counts a page as identical to an
+    /// earlier one once in a million.
+    body_hashes: url_dedup::UrlDedup,
     pub(crate) skips: SkipLog,
     pub(crate) stats: Stats,
 }
@@ -71,11 +73,16 @@ impl Records {
             "opening skip report",
             dir.join("skipped.tsv"),
         ))?;
+        let body_hashes = url_dedup::UrlDedup::builder()
+            .no_canonicalization()
+            .expected_urls(65_536)
+            .false_positive_rate(1e-6)
+            .build()?;
         Ok(Self {
             dir: dir.to_owned(),
             warc_path,
             warc: writer,
-            body_hashes: HashSet::new(),
+            body_hashes,
             skips,
             stats: Stats::default(),
         })
@@ -122,7 +129,9 @@ impl Records {
     /// Counts a page whose decoded body (by its XXH3 `hash`) equals an earlier page's: the same
     /// content under another URL, which no URL rule can see.
     pub(crate) fn body_seen_hash(&mut self, hash: u64) {
-        if !self.body_hashes.insert(hash) {
+        let key = hash.to_le_bytes();
+        let seen = self.body_hashes.check_and_insert_batch_bytes([&key[..]]);
+        if matches!(seen.first(), Some(Ok((outcome, _))) if !outcome.is_new()) {
             self.stats.identical_bodies += 1;
         }
     }
@@ -148,5 +157,14 @@ impl Records {
                 .map_err(CrawlError::io("writing WARC", &self.warc_path))?;
         }
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for Records {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Records")
+            .field("dir", &self.dir)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
     }
 }
