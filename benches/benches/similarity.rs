@@ -1,6 +1,11 @@
 //! Similarity filter `check_and_insert` per preset and region sizing, beside a bare
 //! `url::Url::parse` of the same URLs (the floor of any filter that parses its input) and an
-//! exact classic Bloom filter `check_and_insert`, in the same run.
+//! exact filter's `check_and_insert`, in the same run, at two scales:
+//!
+//! * `similarity/check_and_insert`: 100,000 URLs at 1% (every filter in the cache);
+//! * `similarity/1M at 1e-9`: 1,000,000 URLs at one in a billion, the `url-dedup` command's
+//!   default rate, which the deduplicator hands its similarity filter too: regions far larger
+//!   than the cache, beside the command's exact filter (the growing segmented filter).
 //!
 //! ```sh
 //! cargo bench -p url-dedup-benches --bench similarity -- --warm-up-time 1 --measurement-time 3
@@ -10,10 +15,59 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use url_dedup_bloom::BloomFilter;
+use url_dedup_segmented::GrowingFilter;
 use url_dedup_similarity::{FeatureHash, Preset, RegionSizing, SimilarityFilter};
 
 const URLS: usize = 100_000;
 const BATCH: usize = 1_000;
+
+/// The larger scale: URLs and rate.
+const LARGE: (usize, f64) = (1_000_000, 1e-9);
+
+fn large(c: &mut Criterion) {
+    let (count, rate) = LARGE;
+    let urls = url_dedup_benches::urls(count, 11);
+    let mut group = c.benchmark_group("similarity/1M at 1e-9");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    let mut run = |name: &str, mut op: Box<dyn FnMut(&str) -> bool>| {
+        let mut next = 0usize;
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                for _ in 0..BATCH {
+                    black_box(op(black_box(&urls[next])));
+                    next = (next + 1) % count;
+                }
+            });
+        });
+    };
+    let exact = GrowingFilter::builder()
+        .expected_items(count as u64)
+        .false_positive_rate(rate)
+        .build()
+        .expect("valid sizing");
+    run(
+        "exact GrowingFilter (SipHash-1-3)",
+        Box::new(move |u| exact.check_and_insert(u)),
+    );
+    for (name, sizing) in [
+        (
+            "Crawler, per-feature sizing, SipHash-1-3",
+            RegionSizing::PerFeature,
+        ),
+        ("Crawler, blocked sizing, SipHash-1-3", RegionSizing::Blocked),
+    ] {
+        let mut filter = SimilarityFilter::builder()
+            .expected_items(count as u64)
+            .false_positive_rate(rate)
+            .preset(Preset::Crawler)
+            .region_sizing(sizing)
+            .feature_hash(FeatureHash::SipHash13)
+            .build()
+            .expect("valid sizing");
+        run(name, Box::new(move |u| filter.check_and_insert(u).is_new()));
+    }
+    group.finish();
+}
 
 fn bench(c: &mut Criterion) {
     let urls = url_dedup_benches::urls(URLS, 11);
@@ -71,6 +125,18 @@ fn bench(c: &mut Criterion) {
             RegionSizing::PerFeature,
             FeatureHash::SipHash13,
         ),
+        (
+            "Crawler, blocked sizing (default), MD5",
+            Preset::Crawler,
+            RegionSizing::Blocked,
+            FeatureHash::Md5,
+        ),
+        (
+            "Crawler, blocked sizing (default), SipHash-1-3",
+            Preset::Crawler,
+            RegionSizing::Blocked,
+            FeatureHash::SipHash13,
+        ),
     ] {
         let mut filter = SimilarityFilter::builder()
             .expected_items(URLS as u64)
@@ -85,5 +151,5 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, bench, large);
 criterion_main!(benches);

@@ -249,7 +249,7 @@ impl Builder {
             Some(bits) => {
                 // Still validates `k` and `P`, which are recorded.
                 sizing::optimal_bits(self.expected_items, self.fpr)?;
-                self.sizing.with_bits(bits, self.expected_items, self.fpr)?
+                self.sizing.with_bits(bits, self.expected_items)?
             }
             None => self.sizing.size(self.expected_items, self.fpr, f)?,
         };

@@ -43,16 +43,19 @@
 //!   set chosen bits and make a crawler skip real pages. A random 16-byte key is absorbed
 //!   before each value (`MD5(key ‖ value)`). [`FeatureHash::SipHash13`] swaps MD5 for the
 //!   workspace's keyed SipHash-1-3, which is faster (see `docs/benchmarks.md`).
-//! * **Regions sized per feature.** The document computes `M = -k ln P / (ln 2)^2` bits
-//!   ([`url_dedup_bloom::sizing::optimal_bits`]), splits them into `F` regions of `N = M / F`
-//!   bits and sets one bit per value; `P` then bounds only URLs whose `F` values are *all*
-//!   new. But a new URL usually shares its site, depth and directory with old ones, and one
-//!   feature alone tells it apart: that value is taken for seen at the region's fill rate,
-//!   `1 - e^(-k/N)` (34% at design load for four features). [`RegionSizing::PerFeature`] (the
-//!   default) makes each region a classic Bloom filter for `k` values at rate `P`
-//!   ([`url_dedup_bloom::sizing::Sizing::classic`]), with the value's bits derived from its
-//!   MD5 by enhanced double hashing ([`url_dedup_bloom::Digest::indexes`]).
-//!   [`RegionSizing::Document004`] keeps the document's layout.
+//! * **Regions sized per feature, one cache line per value.** The document computes
+//!   `M = -k ln P / (ln 2)^2` bits ([`url_dedup_bloom::sizing::optimal_bits`]), splits them
+//!   into `F` regions of `N = M / F` bits and sets one bit per value; `P` then bounds only URLs
+//!   whose `F` values are *all* new. But a new URL usually shares its site, depth and
+//!   directory with old ones, and one feature alone tells it apart: that value is taken for
+//!   seen at the region's fill rate, `1 - e^(-k/N)` (34% at design load for four features).
+//!   [`RegionSizing::Blocked`] (the default) makes each region a blocked Bloom filter for `k`
+//!   values at rate `P`: the value's bits all fall in one 512-bit block of the region (one
+//!   cache line, one memory access per feature of a URL), placed as the segmented filter
+//!   places an item's bits. [`RegionSizing::PerFeature`] makes it a classic Bloom filter
+//!   ([`url_dedup_bloom::sizing::Sizing::classic`]), bits anywhere in the region by enhanced
+//!   double hashing ([`url_dedup_bloom::Digest::indexes`]): fewer bits, one memory access
+//!   per bit. [`RegionSizing::Document004`] keeps the document's layout.
 //! * **A [`Feature`] trait**, so features can be added and any subset chosen, with
 //!   [`builtin`] features beyond the four: query-parameter names, path templates
 //!   (`/item/{int}`), file extension, and [scoping](builtin::Scoped) of any feature to the
@@ -64,8 +67,8 @@
 //!   to the site, directory or path and adds query keys, path templates and extensions; it
 //!   folds URLs that differ only in presentation parameters (`?ref=rss`, `?sort=name`) and
 //!   keeps pages told apart by any other parameter, words included (`?ring=caern`).
-//!   `docs/similarity.md` has the measured table, including its memory cost (67 bits per URL
-//!   at 1%, seven regions).
+//!   `docs/similarity.md` has the measured table, including its memory cost (seven regions:
+//!   70 bits per URL at 1% with blocked regions, 67 with classic ones).
 //! * **Explained verdicts**: [`Verdict`] carries which features matched;
 //!   [`SimilarityFilter::explain`] names them.
 //! * **Snapshots** in the workspace's versioned, checksummed format
