@@ -17,6 +17,7 @@
 //! | `{ns}:pending`, `{ns}:ids` | counters | queued tasks; last task id given |
 //! | `{ns}:acked` | counter | tasks acknowledged so far |
 //! | `{ns}:hosts` | hash | host -> tasks queued through [`Frontier::commit`], for its host budget |
+//! | `{ns}:delays` | hash | host -> its own politeness delay (ms), set by [`Frontier::set_host_delay`] |
 //! | `{ns}:wake` | channel | published when a host becomes ready |
 //!
 //! Every state change is one Lua script, so a task is always in exactly one place: a host
@@ -165,6 +166,7 @@ struct Keys {
     generation: String,
     acked: String,
     queued_per_host: String,
+    delays: String,
 }
 
 fn scripts() -> &'static Scripts {
@@ -241,6 +243,7 @@ impl Frontier {
             generation: ns.key("generation"),
             acked: ns.key("acked"),
             queued_per_host: ns.key("hosts"),
+            delays: ns.key("delays"),
         };
         Self {
             link,
@@ -494,6 +497,7 @@ impl Frontier {
                     .key(&self.keys.workers)
                     .key(&self.keys.pending)
                     .key(&member_key)
+                    .key(&self.keys.delays)
                     .key(&self.keys.generation)
                     .arg(&self.keys.queue_prefix)
                     .arg(worker.as_str())
@@ -754,6 +758,7 @@ impl Frontier {
                             .key(&self.keys.ready)
                             .key(&self.keys.pending)
                             .key(&self.keys.acked)
+                            .key(&self.keys.delays)
                             .key(&self.keys.generation)
                             .arg(&self.keys.queue_prefix)
                             .arg(delay_ms)
@@ -850,6 +855,7 @@ impl Frontier {
                         .key(&proc_key)
                         .key(&self.keys.queued_per_host)
                         .key(&self.keys.acked)
+                        .key(&self.keys.delays)
                         .key(&self.keys.generation)
                         .arg(&self.keys.queue_prefix)
                         .arg(&self.keys.wake)
@@ -878,6 +884,51 @@ impl Frontier {
             queued.extend(answer.bytes().map(|b| b == b'1'));
         }
         Ok(queued)
+    }
+
+    /// Gives `host` its own politeness delay, in place of
+    /// [`host_delay`](FrontierSettings::host_delay), for every worker: what its robots.txt
+    /// asks (`Crawl-delay`), learnt by whichever worker read it first. Its claims start at least
+    /// this long apart from then on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when Redis stays unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("set_host_delay example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use url_dedup_redis::{Frontier, Link, Membership, Namespace, NewTask, WorkerId};
+    /// let link = Link::connect(&server.url()).await?;
+    /// let ns = Namespace::new("c")?;
+    /// let frontier = Frontier::new(link.clone(), ns.clone());
+    /// let me = WorkerId::new("w")?;
+    /// Membership::new(link, ns).join(&me).await?;
+    /// frontier.set_host_delay("slow.example", Duration::from_secs(60)).await?;
+    /// let urls = ["https://slow.example/1", "https://slow.example/2"];
+    /// frontier.push(&urls.map(|u| NewTask::from_url(u).unwrap())).await?;
+    /// let first = frontier.claim_batch(&me, 10).await?;
+    /// frontier.ack_batch(&first).await?;
+    /// // The second is due a minute after the first was done.
+    /// assert!(frontier.claim_batch(&me, 10).await?.is_empty());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn set_host_delay(&self, host: &str, delay: Duration) -> Result<()> {
+        let key = self.keys.delays.clone();
+        let ms = delay.as_millis() as u64;
+        self.link
+            .run("set host delay", |mut conn| {
+                let mut cmd = redis::cmd("HSET");
+                cmd.arg(&key).arg(host).arg(ms);
+                async move { cmd.query_async::<u64>(&mut conn).await }
+            })
+            .await?;
+        Ok(())
     }
 
     /// Tasks acknowledged so far, over all workers ([`ack`](Self::ack),
@@ -1227,6 +1278,43 @@ mod tests {
             assert_eq!(second, [true, false, false]);
             assert_eq!(frontier.acked().await.unwrap(), 0, "the claim was stale");
             assert_eq!(frontier.pending().await.unwrap(), 4);
+        });
+    }
+
+    /// A host's own delay (from its robots.txt) spaces its claims even with several slots and
+    /// no delay in the settings.
+    #[test]
+    fn a_hosts_own_delay_spaces_its_claims() {
+        let Some(server) = RedisServer::start_or_skip("a_hosts_own_delay") else {
+            return;
+        };
+        runtime().block_on(async {
+            let link = Link::connect(&server.url()).await.unwrap();
+            let ns = Namespace::new("own-delay").unwrap();
+            let settings = FrontierSettings {
+                host_concurrency: 4,
+                ..Default::default()
+            };
+            let frontier = Frontier::with_settings(link.clone(), ns.clone(), settings);
+            let me = WorkerId::new("w").unwrap();
+            Membership::new(link, ns).join(&me).await.unwrap();
+            frontier
+                .set_host_delay("one.example", Duration::from_millis(150))
+                .await
+                .unwrap();
+            frontier.push(&one_host(3)).await.unwrap();
+            let begin = tokio::time::Instant::now();
+            assert_eq!(frontier.claim_batch(&me, 4).await.unwrap().len(), 1);
+            let second = frontier
+                .claim_batch_wait(&me, 4, Duration::from_secs(2))
+                .await
+                .unwrap();
+            assert_eq!(second.len(), 1);
+            assert!(
+                begin.elapsed() >= Duration::from_millis(140),
+                "{:?}",
+                begin.elapsed()
+            );
         });
     }
 }

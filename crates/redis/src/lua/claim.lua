@@ -4,8 +4,9 @@
 -- the worker's processing hash under its own token, so a retried claim returns the same
 -- tasks instead of leasing more.
 -- KEYS: 1 ready zset, 2 busy hash (host -> claims held), 3 worker's processing hash,
---       4 workers set, 5 pending counter, 6 worker's membership key
--- ARGV: 1 host queue key prefix, 2 worker, 3 requests per host, 4 delay ms, 5.. claim tokens
+--       4 workers set, 5 pending counter, 6 worker's membership key, 7 host delays hash
+-- ARGV: 1 host queue key prefix, 2 worker, 3 requests per host, 4 delay ms (a host's own
+--       delay in KEYS[7], from its robots.txt, takes its place), 5.. claim tokens
 -- (the generation key and value follow: see guard.lua)
 -- Returns {1, {i, task, ...}} (i: the token's position, from 1), {0, ms until the next host
 -- is due or -1}, or {-1, ''} for a non-member.
@@ -26,6 +27,9 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[3])
 local delay = tonumber(ARGV[4])
+local function host_delay(host)
+  return tonumber(redis.call('HGET', KEYS[7], host)) or delay
+end
 local out = {}
 local got = 0
 while got < tokens do
@@ -45,7 +49,7 @@ while got < tokens do
       out[#out + 1] = got
       out[#out + 1] = task
       if held < limit and redis.call('LLEN', queue) > 0 then
-        redis.call('ZADD', KEYS[1], now + delay, host)
+        redis.call('ZADD', KEYS[1], now + host_delay(host), host)
       end
     end
   end

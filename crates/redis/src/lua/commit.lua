@@ -3,7 +3,8 @@
 -- empty and nothing claimed" still means the work is over. A host that already had its budget
 -- of tasks queued (ARGV[5], 0 for none) refuses more.
 -- KEYS: 1 ready zset, 2 busy hash, 3 id counter, 4 pending counter, 5 commit token key,
---       6 worker's processing hash, 7 queued-per-host hash, 8 acknowledged counter
+--       6 worker's processing hash, 7 queued-per-host hash, 8 acknowledged counter,
+--       9 host delays hash (a host's own delay replaces ARGV[6])
 -- ARGV: 1 host queue key prefix, 2 wake channel, 3 token ttl ms, 4 requests per host,
 --       5 host budget, 6 delay ms, 7 task count n, 8.. n host, task body pairs, then the
 --       claim tokens to acknowledge
@@ -49,8 +50,9 @@ for i = 8 + 2 * n, #ARGV - 1 do
       redis.call('HDEL', KEYS[2], host)
     end
     if redis.call('LLEN', ARGV[1] .. host) > 0 then
-      local wake = redis.call('ZADD', KEYS[1], 'NX', now + delay, host)
-      if delay == 0 then woke = woke + wake end
+      local d = tonumber(redis.call('HGET', KEYS[9], host)) or delay
+      local wake = redis.call('ZADD', KEYS[1], 'NX', now + d, host)
+      if d == 0 then woke = woke + wake end
     end
   end
 end
