@@ -14,7 +14,9 @@
 //! ```
 //!
 //! `URL_DEDUP_BENCH_URLS` (default 200000) and `URL_DEDUP_BENCH_RUNS` (default 3) size it; the
-//! figures printed are medians over the runs.
+//! figures printed are medians over the runs. `URL_DEDUP_BENCH_DEPLOYMENTS=single,cluster`
+//! also runs `SADD` (into sets spread over the slots) and our store on a Redis Cluster of three
+//! masters on loopback; Redis CPU and memory are then summed over the masters.
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +24,7 @@ use redis::{Connection, RedisResult};
 use url_dedup_benches::env_usize;
 use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
 use url_dedup_bloom::sizing;
-use url_dedup_redis::testing::RedisServer;
+use url_dedup_redis::testing::{RedisCluster, RedisServer};
 use url_dedup_redis::{RedisSegmentStore, StoreOptions, WriteMode};
 use url_dedup_segmented::SegmentedBloomFilter;
 
@@ -46,6 +48,29 @@ impl Method for Sadd {
         for url in batch {
             let h = self.hasher.hash(url.as_bytes()).h1.to_le_bytes();
             pipe.cmd("SADD").arg("seen").arg(&h[..]);
+        }
+        let added: Vec<i64> = pipe.query(&mut self.conn)?;
+        new.extend(added.iter().map(|&a| a == 1));
+        Ok(())
+    }
+}
+
+/// `SADD` on a cluster: one set per slot (the hash picks it), so the sets spread over every
+/// master, as a scrapy-redis user sharding its dupefilter by hand would.
+struct ShardedSadd {
+    conn: redis::cluster::ClusterConnection,
+    hasher: SipHash13,
+}
+
+impl Method for ShardedSadd {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let mut pipe = redis::cluster::cluster_pipe();
+        for url in batch {
+            let h = self.hasher.hash(url.as_bytes()).h1;
+            let tag = url_dedup_redis::cluster::slot_tag((h % 16_384) as u16);
+            pipe.cmd("SADD")
+                .arg(format!("seen:{{{tag}}}"))
+                .arg(&h.to_le_bytes()[..]);
         }
         let added: Vec<i64> = pipe.query(&mut self.conn)?;
         new.extend(added.iter().map(|&a| a == 1));
@@ -156,17 +181,55 @@ struct Run {
     admitted: usize,
 }
 
+/// Where the bench runs: one server, or a cluster whose masters share the work.
+enum Deployment {
+    Single(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl Deployment {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Single(_) => "single",
+            Self::Cluster(_) => "cluster",
+        }
+    }
+
+    /// What clients connect to: a URL, or the cluster's seeds.
+    fn url(&self) -> String {
+        match self {
+            Self::Single(server) => server.url(),
+            Self::Cluster(cluster) => cluster.url(),
+        }
+    }
+
+    /// An admin connection to every node that holds data.
+    fn masters(&self) -> Vec<Connection> {
+        match self {
+            Self::Single(server) => vec![connect(&server.url())],
+            Self::Cluster(cluster) => cluster
+                .masters()
+                .iter()
+                .map(|m| connect(&format!("redis://127.0.0.1:{}/", m.port)))
+                .collect(),
+        }
+    }
+}
+
 fn run_once(
-    url: &str,
+    deployment: &Deployment,
     factory: &Factory<'_>,
     urls: &[String],
     clients: usize,
     batch: usize,
 ) -> Run {
-    let mut admin = connect(url);
-    redis::cmd("FLUSHALL").exec(&mut admin).expect("FLUSHALL");
-    let before = used_memory(&mut admin);
-    let cpu_before = redis_cpu(&mut admin);
+    let url = &deployment.url();
+    let mut admins = deployment.masters();
+    for admin in &mut admins {
+        redis::cmd("FLUSHALL").exec(admin).expect("FLUSHALL");
+    }
+    let before: u64 = admins.iter_mut().map(used_memory).sum();
+    let cpu_before: Duration = admins.iter_mut().map(redis_cpu).sum();
     let mut methods: Vec<Box<dyn Method>> = (0..clients)
         .map(|_| factory(url, urls.len() as u64))
         .collect();
@@ -191,11 +254,15 @@ fn run_once(
         handles.into_iter().map(|h| h.join().expect("client")).sum()
     });
     let elapsed = start.elapsed();
-    let redis_cpu = redis_cpu(&mut admin).saturating_sub(cpu_before);
+    let redis_cpu = admins
+        .iter_mut()
+        .map(redis_cpu)
+        .sum::<Duration>()
+        .saturating_sub(cpu_before);
     // Client buffers are not the filter: close the clients before measuring.
     drop(methods);
     std::thread::sleep(Duration::from_millis(50));
-    let after = used_memory(&mut admin);
+    let after: u64 = admins.iter_mut().map(used_memory).sum();
     Run {
         elapsed,
         redis_cpu,
@@ -223,17 +290,29 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let Some(server) = RedisServer::start_or_skip("redis bench") else {
-        return;
-    };
     let n = env_usize("URL_DEDUP_BENCH_URLS", 200_000);
     let runs = env_usize("URL_DEDUP_BENCH_RUNS", 3).max(1);
     let urls = url_dedup_benches::urls(n, 42);
     let key = HashKey::from_bytes(*b"bench-redis-key!");
     let classic = sizing::Sizing::classic(n as u64, FPR).expect("sizing");
     let (bits, hashes) = (classic.bits, classic.hashes);
+    let wanted = std::env::var("URL_DEDUP_BENCH_DEPLOYMENTS").unwrap_or_else(|_| "single".into());
+    let mut deployments = Vec::new();
+    if wanted.contains("single") {
+        let Some(server) = RedisServer::start_or_skip("redis bench") else {
+            return;
+        };
+        deployments.push(Deployment::Single(server));
+    }
+    if wanted.contains("cluster") {
+        let Some(cluster) = RedisCluster::start_or_skip("redis cluster bench", 3, 0) else {
+            return;
+        };
+        deployments.push(Deployment::Cluster(cluster));
+    }
 
-    let mut methods: Vec<(&str, Box<Factory<'_>>)> = vec![
+    let single_key = |deployment: &Deployment| matches!(deployment, Deployment::Single(_));
+    let mut methods: Vec<(&str, Box<Factory<'_>>, bool)> = vec![
         (
             "sadd-8B",
             Box::new(move |url: &str, _| -> Box<dyn Method> {
@@ -242,6 +321,21 @@ fn main() {
                     hasher: SipHash13::new(key),
                 })
             }),
+            true,
+        ),
+        (
+            "sadd-8B sharded",
+            Box::new(move |url: &str, _| -> Box<dyn Method> {
+                let seeds: Vec<&str> = url.split(',').collect();
+                let conn = redis::cluster::ClusterClient::new(seeds)
+                    .and_then(|c| c.get_connection())
+                    .expect("connect to the bench's cluster");
+                Box::new(ShardedSadd {
+                    conn,
+                    hasher: SipHash13::new(key),
+                })
+            }),
+            false,
         ),
         (
             "bitfield/url",
@@ -253,6 +347,7 @@ fn main() {
                     hashes,
                 })
             }),
+            true,
         ),
         (
             "setbit×k",
@@ -264,58 +359,92 @@ fn main() {
                     hashes,
                 })
             }),
+            true,
         ),
     ];
     methods.extend(ours(key));
     if let Ok(only) = std::env::var("URL_DEDUP_BENCH_METHODS") {
-        methods.retain(|(name, _)| only.split(',').any(|o| name.contains(o)));
+        methods.retain(|(name, _, _)| only.split(',').any(|o| name.contains(o)));
     }
 
-    println!(
-        "redis-server {} on 127.0.0.1:{}; {n} URLs, {runs} runs each, medians",
-        server_version(&server.url()),
-        server.port()
-    );
+    for deployment in &deployments {
+        let url = deployment.url();
+        println!(
+            "{}: redis-server {} ({} master(s)); {n} URLs, {runs} runs each, medians",
+            deployment.name(),
+            server_version(url.split(',').next().unwrap_or(&url)),
+            deployment.masters().len(),
+        );
+    }
     println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}\n");
     println!(
-        "{:<22} {:>7} {:>6} {:>12} {:>10} {:>10} {:>14}",
-        "method", "clients", "batch", "URLs/s", "B/URL", "admitted", "redis us/URL"
+        "{:<22} {:>10} {:>7} {:>6} {:>12} {:>10} {:>10} {:>14}",
+        "method", "deployment", "clients", "batch", "URLs/s", "B/URL", "admitted", "redis us/URL"
     );
     let clients_list: Vec<usize> = std::env::var("URL_DEDUP_BENCH_CLIENTS")
         .ok()
         .map(|v| v.split(',').filter_map(|c| c.parse().ok()).collect())
         .unwrap_or_else(|| vec![1, 4]);
+    let batches: Vec<usize> = std::env::var("URL_DEDUP_BENCH_BATCHES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|c| c.parse().ok()).collect())
+        .unwrap_or_else(|| vec![100, 1_000]);
     for &clients in &clients_list {
-        for batch in [100, 1_000] {
-            // Runs alternate between methods, so a burst of load from other processes on a
-            // shared machine hits every method alike; the first round only warms Redis up.
-            let mut results: Vec<Vec<Run>> = methods.iter().map(|_| Vec::new()).collect();
+        for &batch in &batches {
+            // Runs alternate between methods and deployments, so a burst of load from other
+            // processes on a shared machine hits every one alike; the first round only warms
+            // Redis up. Methods that need a single server's one key (or a cluster's
+            // sharding) run only there.
+            let cases: Vec<(&Deployment, usize)> = deployments
+                .iter()
+                .flat_map(|d| {
+                    methods
+                        .iter()
+                        .enumerate()
+                        .filter(move |(_, (name, _, single))| {
+                            // The optimistic mode's transactions need one server.
+                            let ours = name.starts_with("ours")
+                                && (single_key(d) || !name.contains("optimistic"));
+                            *single == single_key(d) || ours
+                        })
+                        .map(move |(m, _)| (d, m))
+                })
+                .collect();
+            let mut results: Vec<Vec<Run>> = cases.iter().map(|_| Vec::new()).collect();
             for round in 0..=runs {
-                for ((_, factory), times) in methods.iter().zip(&mut results) {
-                    let run = run_once(&server.url(), factory.as_ref(), &urls, clients, batch);
+                for (&(deployment, m), times) in cases.iter().zip(&mut results) {
+                    let factory = methods[m].1.as_ref();
+                    let run = run_once(deployment, factory, &urls, clients, batch);
                     if round > 0 {
                         times.push(run);
                     }
                 }
             }
-            for ((name, _), mut times) in methods.iter().zip(results) {
+            for (&(deployment, m), mut times) in cases.iter().zip(results) {
                 times.sort_by_key(|r| r.elapsed);
                 let median = &times[times.len() / 2];
+                let mut cpu: Vec<Duration> = times.iter().map(|r| r.redis_cpu).collect();
+                cpu.sort();
                 println!(
-                    "{:<22} {:>7} {:>6} {:>12.0} {:>10.2} {:>10} {:>14.2}",
-                    name,
+                    "{:<22} {:>10} {:>7} {:>6} {:>12.0} {:>10.2} {:>10} {:>14.2}",
+                    methods[m].0,
+                    deployment.name(),
                     clients,
                     batch,
                     n as f64 / median.elapsed.as_secs_f64(),
                     median.bytes as f64 / n as f64,
                     median.admitted,
-                    median.redis_cpu.as_secs_f64() * 1e6 / n as f64,
+                    cpu[cpu.len() / 2].as_secs_f64() * 1e6 / n as f64,
                 );
             }
         }
     }
-    design_load(&server.url(), key);
-    let mut admin = connect(&server.url());
+    let Some(first) = deployments.first() else {
+        return;
+    };
+    let url = first.url();
+    design_load(&url, key);
+    let mut admin = connect(url.split(',').next().unwrap_or(&url));
     let info: String = redis::cmd("INFO")
         .arg("memory")
         .query(&mut admin)
@@ -364,12 +493,18 @@ impl Method for Ours {
     }
 }
 
-/// Our store, in its two write modes, and the `BITFIELD` mode without its cache of known bits
-/// (`StoreOptions::known_bits_limit = 0`: every bit of every URL goes to Redis).
-fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
-    let factory = move |mode: WriteMode, known_bits_limit: u64| {
+/// Our store (by default two bits per URL at 1%), in its two write modes, with four bits and
+/// one bit per URL (`layout_for_hashes`), and the
+/// `BITFIELD` mode without its cache of known bits (`StoreOptions::known_bits_limit = 0`:
+/// every bit of every URL goes to Redis).
+fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>, bool)> {
+    let factory = move |mode: WriteMode, known_bits_limit: u64, hashes: Option<u32>| {
         move |url: &str, n: u64| -> Box<dyn Method> {
-            let layout = RedisSegmentStore::layout_for(n, FPR).expect("layout");
+            let layout = match hashes {
+                Some(k) => RedisSegmentStore::layout_for_hashes(n, FPR, k),
+                None => RedisSegmentStore::layout_for(n, FPR),
+            }
+            .expect("layout");
             let options = StoreOptions {
                 mode,
                 known_bits_limit,
@@ -385,12 +520,28 @@ fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>)> {
     vec![
         (
             "ours: bitfield/key",
-            Box::new(factory(WriteMode::Bitfield, default_limit)),
+            Box::new(factory(WriteMode::Bitfield, default_limit, None)),
+            true,
         ),
-        ("ours: no cache", Box::new(factory(WriteMode::Bitfield, 0))),
+        (
+            "ours: k=4",
+            Box::new(factory(WriteMode::Bitfield, default_limit, Some(4))),
+            true,
+        ),
+        (
+            "ours: k=1",
+            Box::new(factory(WriteMode::Bitfield, default_limit, Some(1))),
+            true,
+        ),
+        (
+            "ours: no cache",
+            Box::new(factory(WriteMode::Bitfield, 0, None)),
+            true,
+        ),
         (
             "ours: optimistic",
-            Box::new(factory(WriteMode::Optimistic, default_limit)),
+            Box::new(factory(WriteMode::Optimistic, default_limit, None)),
+            true,
         ),
     ]
 }

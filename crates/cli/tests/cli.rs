@@ -604,3 +604,30 @@ fn a_key_file_keeps_the_key_out_of_redis() {
     fs::write(&key, "not a key").unwrap();
     assert_eq!(run(true, "").status.code(), Some(2));
 }
+
+/// `--redis` takes a Redis Cluster's seeds: the filter's keys spread over its masters, and a
+/// second run, as another machine's, prints nothing again.
+#[test]
+fn runs_on_a_redis_cluster_print_each_url_once() {
+    let Some(cluster) =
+        url_dedup_redis::testing::RedisCluster::start_or_skip("cli --redis cluster", 3, 0)
+    else {
+        return;
+    };
+    let (input, lines) = mixed_input(3_000);
+    let (want_out, _) = expected_output(&lines, false);
+    let run = || {
+        let out = url_dedup()
+            .arg("--redis")
+            .arg(cluster.url())
+            .arg("-n")
+            .arg("100000")
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        stdout_lines(&out)
+    };
+    assert_eq!(run(), want_out);
+    assert_eq!(run(), Vec::<String>::new());
+}

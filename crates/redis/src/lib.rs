@@ -33,7 +33,7 @@
 //! use url_dedup_bloom::{HashKey, SipHash13};
 //! use url_dedup_redis::{RedisSegmentStore, StoreOptions};
 //!
-//! // 10 million URLs at 1%: k = 4, about 1.34 bytes per URL in Redis.
+//! // 10 million URLs at 1%: k = 2, about 2.5 bytes per URL in Redis.
 //! let layout = RedisSegmentStore::layout_for(10_000_000, 0.01)?;
 //! let hasher = SipHash13::new(HashKey::from_bytes(*b"keep this secret"));
 //! let seen = RedisSegmentStore::create_filter(&url, StoreOptions::new("seen"), layout, hasher, 10_000_000)?;
@@ -146,7 +146,9 @@ pub use leader::{Epoch, LeaderLease};
 pub use link::{Backoff, Link};
 pub use membership::Membership;
 pub use namespace::{Namespace, WorkerId};
-pub use segment_store::{Acknowledge, RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
+pub use segment_store::{
+    Acknowledge, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, StoreOptions, Uncertain, WriteMode,
+};
 pub use shared_config::{ConfigSnapshot, SharedConfig};
 pub use shared_filter::SharedFilter;
 pub use task::{ClaimedTask, MAX_HOST_LEN, NewTask};

@@ -43,6 +43,23 @@ pub(crate) const ADMITTED_AT: u64 = 192;
 /// Values each command reads besides its bits: the header's generation, write count, layers
 /// and admitted, and the client's witness bit in the key (see [`Expect`]).
 pub(crate) const HEADER_OPS: usize = 5;
+/// How much larger than the memory-optimal Bloom filter a Redis filter may be, so that it
+/// takes fewer bits per URL (see [`RedisSegmentStore::layout_for`]): twice, and a little, so
+/// that 1% takes `k = 2` (2.03 times the optimum) rather than 3.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_bloom::sizing::Sizing;
+/// use url_dedup_redis::{REDIS_SIZE_FOR_SPEED, RedisSegmentStore};
+///
+/// let optimum = Sizing::classic(1_000_000, 0.01)?.bits as f64;
+/// let layout = RedisSegmentStore::layout_for(1_000_000, 0.01)?;
+/// // Within the allowance, before rounding up to whole segments.
+/// assert!((layout.bits() as f64) < optimum * REDIS_SIZE_FOR_SPEED * 1.07);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub const REDIS_SIZE_FOR_SPEED: f64 = 2.1;
 /// Longest a client answers from its cache of known bits alone before it checks a key's
 /// header again: a reset is noticed within about this long even when every URL is known.
 const VERIFY_EVERY: Duration = Duration::from_secs(1);
@@ -63,7 +80,7 @@ const SEND_CHUNK: usize = 32 << 10;
 const TRANSFER_CHUNK: u64 = 1 << 20;
 /// Largest segment the store reads back ([`MAX_SEGMENT_BITS`] / 8: a Redis string's limit).
 const MAX_SEGMENT_BYTES: u64 = MAX_SEGMENT_BITS / 8;
-/// Default [`StoreOptions::known_bits_limit`]: a 10-million-URL filter at 1% (13 MiB) fits
+/// Default [`StoreOptions::known_bits_limit`]: a 10-million-URL filter at 1% (24 MiB) fits
 /// with room to spare.
 const DEFAULT_KNOWN_BITS_LIMIT: u64 = 64 << 20;
 
@@ -161,8 +178,8 @@ pub struct StoreOptions {
     /// asking Redis; the answers are the same as with every bit sent, and admission stays
     /// exactly-once across clients (see `docs/redis.md`).
     ///
-    /// * **Memory**: as much as the filter itself, about 1.3 bytes per expected URL at 1%, in
-    ///   every process that opens it (13 MiB for 10 million URLs), allocated when the store
+    /// * **Memory**: as much as the filter itself, about 2.5 bytes per expected URL at 1%, in
+    ///   every process that opens it (24 MiB for 10 million URLs), allocated when the store
     ///   is opened. A filter larger than the limit, or an allocation that fails, runs without.
     /// * **Cleared** whenever the store opens a connection, which it does after every failure:
     ///   a Redis that restarted may have lost bits.
@@ -180,6 +197,11 @@ pub struct StoreOptions {
     /// counts in the keys' headers notice it when a client saw them, see
     /// [`Error::StoreReset`]). Costs one more round trip per batch and master.
     pub acknowledge: Option<Acknowledge>,
+    /// For a growing filter created by this store: this many bits per item and layer (see
+    /// [`RedisSegmentStore::layout_for_hashes`]). Redis's work per URL is proportional to it,
+    /// and the filter's memory grows as it falls. `None`: [`RedisSegmentStore::layout_for`]'s
+    /// choice (2 at 1%). Recorded in the metadata.
+    pub hashes: Option<u32>,
 }
 
 /// How many replicas must hold a batch's writes before it is answered (see
@@ -231,6 +253,7 @@ impl StoreOptions {
             key: None,
             known_bits_limit: DEFAULT_KNOWN_BITS_LIMIT,
             acknowledge: None,
+            hashes: None,
         }
     }
 
@@ -305,6 +328,8 @@ pub(crate) struct MetaGrowth {
     pub(crate) target_fpr: f64,
     /// Capacities and rates from layer to layer.
     pub(crate) growth: Growth,
+    /// Bits per item and layer, when chosen ([`StoreOptions::hashes`]).
+    pub(crate) hashes: Option<u32>,
 }
 
 /// Where one layer of a growing filter lies in every data key, and what it holds.
@@ -354,6 +379,9 @@ impl Meta {
                 ("growth_factor", g.growth.factor.to_string()),
                 ("growth_tightening", g.growth.tightening.to_string()),
             ]);
+            if let Some(k) = g.hashes {
+                fields.push(("growth_hashes", k.to_string()));
+            }
         }
         fields
     }
@@ -443,6 +471,15 @@ impl Meta {
                         factor: u32::try_from(num("growth_factor")?)
                             .map_err(|_| corrupt(key, "growth factor out of range"))?,
                         tightening: float("growth_tightening")?,
+                    },
+                    hashes: match fields.iter().any(|(f, _)| f == "growth_hashes") {
+                        false => None,
+                        true => Some(
+                            u32::try_from(num("growth_hashes")?)
+                                .ok()
+                                .filter(|&k| k > 0)
+                                .ok_or_else(|| corrupt(key, "growth_hashes out of range"))?,
+                        ),
                     },
                 };
                 g.growth
@@ -637,12 +674,16 @@ impl RedisSegmentStore {
     /// A layout suited to Redis for `items` at false-positive rate `fpr`.
     ///
     /// * **Few hashes.** Every bit is one `SET u1 <offset> 1` that Redis parses and answers,
-    ///   so the store's cost is proportional to `k`. The layout takes the smallest `k` whose
-    ///   size is within 12% of the optimum: at 1% that is `k = 4` at about 10.6 bits (1.33
-    ///   bytes) per URL instead of `k = 7` at 9.6 bits, 43% less Redis work for 10% more memory.
+    ///   so Redis's work per URL is proportional to `k`, and one Redis core is what a shared
+    ///   filter runs out of first (its memory, a byte or two per URL, comes long after). The
+    ///   layout takes the fewest hashes whose size is at most about twice the optimum
+    ///   ([`REDIS_SIZE_FOR_SPEED`]): `k` is about the number of decimal digits of `1/fpr`,
+    ///   half the memory-optimal `k`. At 1%: `k = 2` at about 19.5 bits (2.4 bytes) per URL,
+    ///   instead of `k = 7` at 9.6 bits; at 10⁻⁹, `k = 9` at 85 bits instead of `k = 30` at
+    ///   43. [`layout_for_hashes`](Self::layout_for_hashes) takes any other `k`.
     /// * **Big segments**: up to 2^16 bits (8 KiB), at least 16 of them so rounding up to whole
     ///   segments wastes little; `BITFIELD` is O(1) in the offset, and the filter is as good as
-    ///   a classic one of the same size. 127 segments share one Redis string.
+    ///   a classic one of the same size.
     ///
     /// # Errors
     ///
@@ -654,33 +695,84 @@ impl RedisSegmentStore {
     /// use url_dedup_redis::RedisSegmentStore;
     ///
     /// let layout = RedisSegmentStore::layout_for(10_000_000, 0.01)?;
-    /// assert_eq!((layout.segment_bits(), layout.hashes()), (1 << 16, 4));
+    /// assert_eq!((layout.segment_bits(), layout.hashes()), (1 << 16, 2));
     /// assert!(layout.false_positive_rate(10_000_000) <= 0.01);
     /// let bytes_per_url = layout.bits() as f64 / 8.0 / 1e7;
-    /// assert!(bytes_per_url < 1.35, "{bytes_per_url}");
+    /// assert!(bytes_per_url < 2.6, "{bytes_per_url}");
     /// # Ok::<(), url_dedup_redis::Error>(())
     /// ```
     pub fn layout_for(items: u64, fpr: f64) -> Result<Layout> {
+        Self::layout_within(items, fpr, None)
+    }
+
+    /// A layout of exactly `hashes` bits per item, as many bits as the rate then takes. Fewer
+    /// hashes cost Redis less work per URL and more memory: at 1%, `k = 1` takes about 100
+    /// bits (12.5 bytes) per URL for half the work of `k = 2`; `k = 4` about 10.6 bits (1.33
+    /// bytes) for twice its work.
+    ///
+    /// # Errors
+    ///
+    /// As [`layout_for`](Self::layout_for); also for `hashes` = 0, or a rate that `hashes`
+    /// cannot reach in a filter of at most 2^64 bits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::RedisSegmentStore;
+    ///
+    /// let lean = RedisSegmentStore::layout_for_hashes(1_000_000, 0.01, 4)?;
+    /// assert_eq!(lean.hashes(), 4);
+    /// assert!(lean.false_positive_rate(1_000_000) <= 0.01);
+    /// let default = RedisSegmentStore::layout_for(1_000_000, 0.01)?;
+    /// assert!(lean.bits() < default.bits());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn layout_for_hashes(items: u64, fpr: f64, hashes: u32) -> Result<Layout> {
+        if hashes == 0 {
+            return Err(Error::Segmented(
+                url_dedup_segmented::Error::InvalidParameters("hashes must be at least 1"),
+            ));
+        }
+        Self::layout_within(items, fpr, Some(hashes))
+    }
+
+    /// The layout for `items` at `fpr`: `hashes` if given, else the fewest hashes whose size
+    /// is within [`REDIS_SIZE_FOR_SPEED`] of the optimum.
+    fn layout_within(items: u64, fpr: f64, hashes: Option<u32>) -> Result<Layout> {
         let optimum = url_dedup_bloom::sizing::Sizing::classic(items, fpr)
             .map_err(|e| Error::Segmented(e.into()))?;
         let target = (optimum.bits / 16).max(64);
         let segment_bits = (1u64 << (63 - target.leading_zeros())).clamp(64, 1 << 16);
-        let budget = optimum.bits as f64 * 1.12;
-        for hashes in 1..optimum.hashes {
-            // Classic bits per item for this k, then grown until the segmented rate holds.
+        // Bits per item for `hashes`, grown from the classic figure until the segmented rate
+        // holds; `None` past `budget` bits.
+        let sized = |hashes: u32, budget: f64| -> Result<Option<Layout>> {
             let mut bits_per_item = url_dedup_bloom::sizing::bits_per_item(hashes, fpr);
-            for _ in 0..20 {
+            for _ in 0..400 {
                 let bits = bits_per_item * items as f64;
-                if !bits.is_finite() || bits > budget {
-                    break;
+                if !bits.is_finite() || bits > budget || bits > u64::MAX as f64 {
+                    return Ok(None);
                 }
                 let segments = (bits / segment_bits as f64).ceil().max(1.0) as u64;
                 // Rounding up to whole segments (at most 1/16 more) is not held against k.
                 let layout = Layout::new(segments, segment_bits, hashes)?;
                 if layout.false_positive_rate(items) <= fpr {
-                    return Ok(layout);
+                    return Ok(Some(layout));
                 }
                 bits_per_item *= 1.005;
+            }
+            Ok(None)
+        };
+        if let Some(k) = hashes {
+            return sized(k, f64::MAX)?.ok_or(Error::Segmented(
+                url_dedup_segmented::Error::InvalidParameters(
+                    "no filter of so few hashes reaches the rate",
+                ),
+            ));
+        }
+        let budget = optimum.bits as f64 * REDIS_SIZE_FOR_SPEED;
+        for hashes in 1..optimum.hashes {
+            if let Some(layout) = sized(hashes, budget)? {
+                return Ok(layout);
             }
         }
         Ok(Layout::for_items(items, fpr, segment_bits)?)
@@ -799,7 +891,7 @@ impl RedisSegmentStore {
     ) -> Result<Self> {
         growth.validate().map_err(|e| Error::Segmented(e.into()))?;
         let (capacity, fpr) = growth.layer(first_capacity, target_fpr, 0);
-        let sized = Self::layout_for(capacity, fpr)?;
+        let sized = Self::layout_within(capacity, fpr, options.hashes)?;
         let deployment = Deployment::open(url, &options.backoff)?;
         let per_key = options
             .segments_per_key
@@ -823,6 +915,7 @@ impl RedisSegmentStore {
                 first_capacity,
                 target_fpr,
                 growth,
+                hashes: options.hashes,
             }),
         };
         Self::create_with(deployment, options, wanted)
@@ -904,7 +997,7 @@ impl RedisSegmentStore {
             let (capacity, fpr) = growth
                 .growth
                 .layer(growth.first_capacity, growth.target_fpr, j);
-            let sized = Self::layout_for(capacity, fpr)?;
+            let sized = Self::layout_within(capacity, fpr, growth.hashes)?;
             let keys = self.data_keys();
             let per_key = sized.segments().div_ceil(keys);
             let layout = Layout::new(keys * per_key, sized.segment_bits(), sized.hashes())?;
@@ -2572,19 +2665,25 @@ fn pack_bitfield_command(
 /// * **One server**: so one key is just under 1 MiB: jemalloc rounds a string of 2^k bytes
 ///   plus Redis's header up to 1.25 * 2^k, so a power-of-two key would waste 25%, while
 ///   2^k - 1 segments of a smaller power of two fill the 1 MiB size class exactly.
-/// * **A cluster**: so the filter has as many keys as it can spread over the slots, up to one
-///   per slot (16,384), but keys of at least 8 KiB: a key costs Redis about 100 bytes of its
-///   own, and the header 32 more. A filter of 100 MiB has a key in every slot; resharding moves
-///   slots, and with them their part of the filter.
+/// * **A cluster**: the same keys of up to 1 MiB, but at least 16 of them (or one per
+///   segment, if fewer), so that even a small filter spreads its work over the masters; at
+///   most one per slot (16,384). Resharding moves slots, and with them the keys in them. Not
+///   more keys than that: a batch sends one command per key it touches, each reading the key's
+///   header, so a batch of 1,000 URLs over hundreds of small keys would cost Redis several times
+///   the work of its bits.
 fn default_segments_per_key(layout: Layout, cluster: bool) -> u64 {
+    let target = (1u64 << 20) - 64;
+    let per_key = (target / layout.segment_bytes()).max(1);
     if cluster {
-        let keys = (layout.bits() / (8 * 8192))
-            .clamp(1, u64::from(crate::cluster::SLOTS))
-            .min(layout.segments());
+        let keys = layout
+            .segments()
+            .div_ceil(per_key)
+            .max(16)
+            .min(layout.segments())
+            .min(u64::from(crate::cluster::SLOTS));
         return layout.segments().div_ceil(keys);
     }
-    let target = (1u64 << 20) - 64;
-    (target / layout.segment_bytes()).max(1)
+    per_key
 }
 
 /// A random, non-zero generation.

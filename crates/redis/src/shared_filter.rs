@@ -339,7 +339,7 @@ impl<H: ItemHasher> SharedFilter<H> {
     /// use url_dedup_redis::{SharedFilter, StoreOptions};
     ///
     /// let f: SharedFilter = SharedFilter::open(&server.url(), StoreOptions::new("m"), 100_000, 0.01)?;
-    /// assert!(f.bytes()? >= 100_000); // about 1.3 bytes per URL at 1%
+    /// assert!(f.bytes()? >= 100_000); // about 2.5 bytes per URL at 1%
     /// # Ok::<(), url_dedup_redis::Error>(())
     /// ```
     pub fn bytes(&self) -> Result<u64> {

@@ -186,3 +186,41 @@ fn a_fixed_filter_is_not_opened_as_a_growing_one() {
         })
     ));
 }
+
+/// A filter of one bit per URL and layer (half of Redis's work per URL of the default at 1%)
+/// keeps its rate as it grows, and a client that joins it finds the same choice in the
+/// metadata.
+#[test]
+fn a_filter_of_one_hash_grows_and_keeps_its_rate() {
+    use url_dedup_segmented::SegmentStore;
+    let Some(server) = RedisServer::start_or_skip("few hashes") else {
+        return;
+    };
+    const TARGET: f64 = 0.01;
+    let options = StoreOptions {
+        hashes: Some(1),
+        ..StoreOptions::new("lean")
+    };
+    let seen: Filter = SharedFilter::open(&server.url(), options, 2_000, TARGET).unwrap();
+    assert_eq!(seen.store().layout().hashes(), 1);
+    let all = urls(0..40_000);
+    let admitted = seen
+        .try_check_and_insert_batch(&all)
+        .unwrap()
+        .iter()
+        .filter(|&&n| n)
+        .count();
+    assert!(seen.layers().unwrap() >= 4);
+    assert!(admitted > 39_600, "{admitted}");
+    let joined: Filter = SharedFilter::join(&server.url(), StoreOptions::new("lean")).unwrap();
+    assert_eq!(joined.store().layout().hashes(), 1);
+    assert!(joined.try_contains_batch(&all).unwrap().iter().all(|&p| p));
+    let strangers = urls(1_000_000..1_020_000);
+    let false_positives = joined
+        .try_contains_batch(&strangers)
+        .unwrap()
+        .iter()
+        .filter(|&&p| p)
+        .count();
+    assert!(false_positives < 300, "{false_positives} of 20,000");
+}

@@ -97,6 +97,8 @@ pub struct Builder {
     redis: Option<(String, String)>,
     #[cfg(feature = "redis")]
     redis_backoff: url_dedup_redis::Backoff,
+    #[cfg(feature = "redis")]
+    redis_hashes: Option<u32>,
     #[cfg(feature = "similarity")]
     similarity: Option<Preset>,
     accept_config_change: bool,
@@ -114,6 +116,8 @@ impl Default for Builder {
             redis: None,
             #[cfg(feature = "redis")]
             redis_backoff: url_dedup_redis::Backoff::default(),
+            #[cfg(feature = "redis")]
+            redis_hashes: None,
             #[cfg(feature = "similarity")]
             similarity: None,
             accept_config_change: false,
@@ -275,6 +279,33 @@ impl Builder {
     #[cfg(feature = "redis")]
     pub fn redis_backoff(mut self, backoff: url_dedup_redis::Backoff) -> Self {
         self.redis_backoff = backoff;
+        self
+    }
+
+    /// For a shared filter this process creates: `k` bits per URL and layer. Each bit is one
+    /// operation for Redis, so its CPU per URL falls with `k` while the filter takes more
+    /// memory for the same rate: at 1%, `k = 4` takes about 1.5 bytes per URL, the default
+    /// `k = 2` about 2.5 and `k = 1` about 12.7 (a quarter of a `SADD` set of 8-byte hashes).
+    /// See `docs/redis.md`. A filter that exists keeps the `k` it was made with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("facade max hashes example") else { return Ok(()) };
+    /// use url_dedup::UrlDedup;
+    ///
+    /// let lean = UrlDedup::builder()
+    ///     .false_positive_rate(0.01)
+    ///     .redis(&server.url(), "lean")
+    ///     .redis_hashes(1)
+    ///     .build()?;
+    /// assert!(lean.check_and_insert("https://example.com/")?.is_new());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn redis_hashes(mut self, k: u32) -> Self {
+        self.redis_hashes = Some(k);
         self
     }
 
@@ -527,6 +558,7 @@ impl Builder {
                 url,
                 prefix,
                 self.redis_backoff,
+                self.redis_hashes,
                 self.expected_urls,
                 self.fpr,
                 self.key,

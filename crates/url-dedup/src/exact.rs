@@ -116,6 +116,7 @@ impl Exact {
         url: &str,
         prefix: &str,
         backoff: url_dedup_redis::Backoff,
+        hashes: Option<u32>,
         expected: u64,
         fpr: f64,
         key: Option<HashKey>,
@@ -127,6 +128,7 @@ impl Exact {
         let options = StoreOptions {
             backoff,
             key,
+            hashes,
             ..StoreOptions::new(prefix)
         };
         // Growing, like the in-memory default: the first process sizes the first layer, the

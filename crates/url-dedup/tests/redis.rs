@@ -222,13 +222,70 @@ fn a_shared_filter_grows_past_the_first_estimate() {
     // a 2% chance.
     assert!(new >= 19_999, "{new}");
     let second = build();
-    assert!(second
-        .check_and_insert_batch(&urls)
-        .into_iter()
-        .all(|r| r.unwrap() == Outcome::Duplicate));
+    assert!(
+        second
+            .check_and_insert_batch(&urls)
+            .into_iter()
+            .all(|r| r.unwrap() == Outcome::Duplicate)
+    );
     // Its state goes to a file and back, every layer.
     let mut state = Vec::new();
     second.write_to(&mut state).unwrap();
     let local = UrlDedup::builder().restore(&state[..]).unwrap();
-    assert!(urls.iter().all(|u| !local.check_and_insert(u).unwrap().is_new()));
+    assert!(
+        urls.iter()
+            .all(|u| !local.check_and_insert(u).unwrap().is_new())
+    );
+}
+
+/// The same race on a Redis Cluster of three masters, named by its seeds.
+#[test]
+fn deduplicators_sharing_a_cluster_admit_each_url_once() {
+    let Some(cluster) =
+        url_dedup_redis::testing::RedisCluster::start_or_skip("facade redis cluster", 3, 0)
+    else {
+        return;
+    };
+    let url = cluster.url();
+    let urls: Arc<Vec<String>> = Arc::new(
+        (0..3_000)
+            .map(|i| format!("https://site{}.example/page/{i}", i % 37))
+            .collect(),
+    );
+    let handles: Vec<_> = (0..3)
+        .map(|t| {
+            let (url, urls) = (url.clone(), Arc::clone(&urls));
+            std::thread::spawn(move || {
+                let d = UrlDedup::builder()
+                    .expected_urls(1_000)
+                    .redis(&url, "cluster-race")
+                    .build()
+                    .unwrap();
+                let rotated: Vec<&String> = urls
+                    .iter()
+                    .cycle()
+                    .skip(t * 1_000)
+                    .take(urls.len())
+                    .collect();
+                let mut admitted = Vec::new();
+                for chunk in rotated.chunks(100) {
+                    for (u, r) in chunk.iter().zip(d.check_and_insert_batch(chunk.iter())) {
+                        if r.unwrap().is_new() {
+                            admitted.push((*u).clone());
+                        }
+                    }
+                }
+                admitted
+            })
+        })
+        .collect();
+    let mut all: Vec<String> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let total = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), total, "a URL was admitted by two deduplicators");
+    assert!(total + 30 >= urls.len(), "{total} of {}", urls.len());
 }
