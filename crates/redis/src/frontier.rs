@@ -18,6 +18,7 @@
 //! | `{ns}:acked` | counter | tasks acknowledged so far |
 //! | `{ns}:hosts` | hash | host -> tasks queued through [`Frontier::commit`], for its host budget |
 //! | `{ns}:delays` | hash | host -> its own politeness delay (ms), set by [`Frontier::set_host_delay`] |
+//! | `{ns}:next` | hash | host -> the earliest time (ms) its next claim may start |
 //! | `{ns}:wake` | channel | published when a host becomes ready |
 //!
 //! Every state change is one Lua script, so a task is always in exactly one place: a host
@@ -167,6 +168,7 @@ struct Keys {
     acked: String,
     queued_per_host: String,
     delays: String,
+    next_start: String,
 }
 
 fn scripts() -> &'static Scripts {
@@ -177,6 +179,7 @@ fn scripts() -> &'static Scripts {
         finish: guarded(include_str!("lua/finish.lua")),
         requeue: guarded(include_str!("lua/requeue.lua")),
         commit: guarded(include_str!("lua/commit.lua")),
+        host_delay: Script::new(include_str!("lua/host_delay.lua")),
     })
 }
 
@@ -191,6 +194,7 @@ struct Scripts {
     finish: Script,
     requeue: Script,
     commit: Script,
+    host_delay: Script,
 }
 
 impl Frontier {
@@ -244,6 +248,7 @@ impl Frontier {
             acked: ns.key("acked"),
             queued_per_host: ns.key("hosts"),
             delays: ns.key("delays"),
+            next_start: ns.key("next"),
         };
         Self {
             link,
@@ -386,6 +391,7 @@ impl Frontier {
                         .key(&self.keys.ids)
                         .key(&self.keys.pending)
                         .key(&token_key)
+                        .key(&self.keys.next_start)
                         .arg(&self.keys.queue_prefix)
                         .arg(&self.keys.wake)
                         .arg(PUSH_TOKEN_TTL_MS)
@@ -498,6 +504,7 @@ impl Frontier {
                     .key(&self.keys.pending)
                     .key(&member_key)
                     .key(&self.keys.delays)
+                    .key(&self.keys.next_start)
                     .key(&self.keys.generation)
                     .arg(&self.keys.queue_prefix)
                     .arg(worker.as_str())
@@ -856,6 +863,7 @@ impl Frontier {
                         .key(&self.keys.queued_per_host)
                         .key(&self.keys.acked)
                         .key(&self.keys.delays)
+                        .key(&self.keys.next_start)
                         .key(&self.keys.generation)
                         .arg(&self.keys.queue_prefix)
                         .arg(&self.keys.wake)
@@ -889,7 +897,8 @@ impl Frontier {
     /// Gives `host` its own politeness delay, in place of
     /// [`host_delay`](FrontierSettings::host_delay), for every worker: what its robots.txt
     /// asks (`Crawl-delay`), learnt by whichever worker read it first. Its claims start at least
-    /// this long apart from then on.
+    /// this long apart from then on, and its next one at least this long from now (a request
+    /// to it may have started just before).
     ///
     /// # Errors
     ///
@@ -908,24 +917,28 @@ impl Frontier {
     /// let frontier = Frontier::new(link.clone(), ns.clone());
     /// let me = WorkerId::new("w")?;
     /// Membership::new(link, ns).join(&me).await?;
-    /// frontier.set_host_delay("slow.example", Duration::from_secs(60)).await?;
     /// let urls = ["https://slow.example/1", "https://slow.example/2"];
     /// frontier.push(&urls.map(|u| NewTask::from_url(u).unwrap())).await?;
     /// let first = frontier.claim_batch(&me, 10).await?;
+    /// // Its robots.txt, read before the first request, asks for a minute between requests.
+    /// frontier.set_host_delay("slow.example", Duration::from_secs(60)).await?;
     /// frontier.ack_batch(&first).await?;
-    /// // The second is due a minute after the first was done.
+    /// // The second is due a minute later.
     /// assert!(frontier.claim_batch(&me, 10).await?.is_empty());
     /// # Ok::<(), url_dedup_redis::Error>(())
     /// # }).unwrap();
     /// ```
     pub async fn set_host_delay(&self, host: &str, delay: Duration) -> Result<()> {
-        let key = self.keys.delays.clone();
         let ms = delay.as_millis() as u64;
         self.link
             .run("set host delay", |mut conn| {
-                let mut cmd = redis::cmd("HSET");
-                cmd.arg(&key).arg(host).arg(ms);
-                async move { cmd.query_async::<u64>(&mut conn).await }
+                let mut call = scripts().host_delay.prepare_invoke();
+                call.key(&self.keys.delays)
+                    .key(&self.keys.next_start)
+                    .key(&self.keys.ready)
+                    .arg(host)
+                    .arg(ms);
+                async move { call.invoke_async::<i64>(&mut conn).await }
             })
             .await?;
         Ok(())
@@ -1302,19 +1315,21 @@ mod tests {
                 .set_host_delay("one.example", Duration::from_millis(150))
                 .await
                 .unwrap();
-            frontier.push(&one_host(3)).await.unwrap();
             let begin = tokio::time::Instant::now();
-            assert_eq!(frontier.claim_batch(&me, 4).await.unwrap().len(), 1);
-            let second = frontier
-                .claim_batch_wait(&me, 4, Duration::from_secs(2))
-                .await
-                .unwrap();
-            assert_eq!(second.len(), 1);
-            assert!(
-                begin.elapsed() >= Duration::from_millis(140),
-                "{:?}",
-                begin.elapsed()
-            );
+            frontier.push(&one_host(3)).await.unwrap();
+            // Not due before the delay has passed since it was set, then a delay apart.
+            for n in 1..=2u32 {
+                let got = frontier
+                    .claim_batch_wait(&me, 4, Duration::from_secs(2))
+                    .await
+                    .unwrap();
+                assert_eq!(got.len(), 1);
+                assert!(
+                    begin.elapsed() >= Duration::from_millis(140) * n,
+                    "{n}: {:?}",
+                    begin.elapsed()
+                );
+            }
         });
     }
 }

@@ -4,7 +4,8 @@
 -- the worker's processing hash under its own token, so a retried claim returns the same
 -- tasks instead of leasing more.
 -- KEYS: 1 ready zset, 2 busy hash (host -> claims held), 3 worker's processing hash,
---       4 workers set, 5 pending counter, 6 worker's membership key, 7 host delays hash
+--       4 workers set, 5 pending counter, 6 worker's membership key, 7 host delays hash,
+--       8 host -> earliest start of its next claim (ms)
 -- ARGV: 1 host queue key prefix, 2 worker, 3 requests per host, 4 delay ms (a host's own
 --       delay in KEYS[7], from its robots.txt, takes its place), 5.. claim tokens
 -- (the generation key and value follow: see guard.lua)
@@ -44,6 +45,7 @@ while got < tokens do
     local task = redis.call('LPOP', queue)
     if task then
       held = redis.call('HINCRBY', KEYS[2], host, 1)
+      redis.call('HSET', KEYS[8], host, now + host_delay(host))
       got = got + 1
       redis.call('HSET', KEYS[3], ARGV[4 + got], task)
       out[#out + 1] = got

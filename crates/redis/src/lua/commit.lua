@@ -4,7 +4,8 @@
 -- of tasks queued (ARGV[5], 0 for none) refuses more.
 -- KEYS: 1 ready zset, 2 busy hash, 3 id counter, 4 pending counter, 5 commit token key,
 --       6 worker's processing hash, 7 queued-per-host hash, 8 acknowledged counter,
---       9 host delays hash (a host's own delay replaces ARGV[6])
+--       9 host delays hash (a host's own delay replaces ARGV[6]), 10 host -> earliest start
+--       of its next claim (a host is never due before it)
 -- ARGV: 1 host queue key prefix, 2 wake channel, 3 token ttl ms, 4 requests per host,
 --       5 host budget, 6 delay ms, 7 task count n, 8.. n host, task body pairs, then the
 --       claim tokens to acknowledge
@@ -34,7 +35,8 @@ for i = 0, n - 1 do
     redis.call('RPUSH', ARGV[1] .. host, task)
     queued = queued + 1
     if (tonumber(redis.call('HGET', KEYS[2], host)) or 0) < limit then
-      woke = woke + redis.call('ZADD', KEYS[1], 'NX', now, host)
+      local due = math.max(now, tonumber(redis.call('HGET', KEYS[10], host)) or 0)
+      woke = woke + redis.call('ZADD', KEYS[1], 'NX', due, host)
     end
   end
 end

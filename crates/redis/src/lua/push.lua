@@ -1,6 +1,7 @@
 -- Appends tasks to their hosts' queues and marks hosts with a free request slot ready;
 -- exactly once per token.
--- KEYS: 1 ready zset, 2 busy hash, 3 id counter, 4 pending counter, 5 push token key
+-- KEYS: 1 ready zset, 2 busy hash, 3 id counter, 4 pending counter, 5 push token key,
+--       6 host -> earliest start of its next claim (a host is never due before it)
 -- ARGV: 1 host queue key prefix, 2 wake channel, 3 token ttl ms, 4 requests per host,
 --       5.. host, task body pairs
 -- (the generation key and value follow: see guard.lua)
@@ -19,7 +20,8 @@ for i = 0, n - 1 do
   redis.call('RPUSH', ARGV[1] .. host, task)
   -- A host at its limit becomes ready again when one of its requests finishes.
   if (tonumber(redis.call('HGET', KEYS[2], host)) or 0) < limit then
-    woke = woke + redis.call('ZADD', KEYS[1], 'NX', now, host)
+    local due = math.max(now, tonumber(redis.call('HGET', KEYS[6], host)) or 0)
+    woke = woke + redis.call('ZADD', KEYS[1], 'NX', due, host)
   end
 end
 redis.call('INCRBY', KEYS[4], n)
