@@ -171,6 +171,20 @@ impl Shared {
         }
     }
 
+    /// A host's politeness delay learnt from its robots.txt (`Crawl-delay`): in a shared
+    /// crawl it is written to Redis (with `--delay-ms` if longer), so every process spaces its
+    /// requests to the host by it. A failure is logged: the host is then paced by
+    /// `--delay-ms` only.
+    pub(crate) async fn share_host_delay(&self, url: &str, delay: Duration) {
+        let Some(q) = self.shared_queue() else {
+            return;
+        };
+        if let Err(e) = q.set_host_delay(url, delay.max(self.config.delay)).await {
+            let message = format!("{url}: cannot share its crawl delay: {e}");
+            self.monitor.logger.warn(&message).await;
+        }
+    }
+
     /// Offers the seeds (again, in a shared crawl going on after Redis lost its data).
     pub(crate) fn offer_seeds(&self) {
         self.offer(self.seeds());

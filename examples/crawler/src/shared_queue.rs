@@ -432,6 +432,22 @@ impl SharedQueue {
             .collect())
     }
 
+    /// Gives the host of `url` its politeness delay for every process (its robots.txt's
+    /// `Crawl-delay`, or `--delay-ms` if longer).
+    pub(crate) async fn set_host_delay(
+        &self,
+        url: &str,
+        delay: Duration,
+    ) -> Result<(), CrawlError> {
+        let task = NewTask::from_url(url)?;
+        let store = self.store();
+        self.called(1);
+        store.stripes[self.stripe_of(task.host())]
+            .set_host_delay(task.host(), delay)
+            .await?;
+        Ok(())
+    }
+
     /// Whether every stripe is empty with nothing claimed by any process.
     async fn drained(&self) -> Result<bool, CrawlError> {
         for f in &self.store().stripes {

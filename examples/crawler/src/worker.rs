@@ -107,7 +107,14 @@ fn enqueue(shared: &Shared, hosts: &mut HashMap<String, Host>, job: Job) {
         in_flight: 0,
         unfinished: 0,
         next_start: Instant::now(),
-        delay: shared.config.delay,
+        // A shared crawl's host delay is held in Redis: claims of the host's URLs start that
+        // far apart over all processes, and pacing them here again would bunch requests of
+        // different processes together.
+        delay: if shared.shared_queue().is_some() {
+            Duration::ZERO
+        } else {
+            shared.config.delay
+        },
         robots: if shared.config.robots {
             Robots::Unknown
         } else {
@@ -127,7 +134,8 @@ fn robots_ready(
         return;
     };
     host.in_flight -= 1;
-    if let Some(d) = rules.crawl_delay() {
+    // A shared crawl's host delay is in Redis (shared when robots.txt was read).
+    if let (Some(d), None) = (rules.crawl_delay(), shared.shared_queue()) {
         host.delay = host.delay.max(d);
         host.next_start = Instant::now() + host.delay;
     }
@@ -177,13 +185,25 @@ fn dispatch(
                 host.in_flight += 1;
                 let (shared, key) = (shared.clone(), key.clone());
                 tasks.spawn(async move {
-                    let fetch = async move {
-                        RobotsRules::fetch(&shared.fetcher, &origin, crate::options::AGENT_TOKEN)
+                    let fetch = {
+                        let (shared, origin) = (shared.clone(), origin.clone());
+                        async move {
+                            RobotsRules::fetch(
+                                &shared.fetcher,
+                                &origin,
+                                crate::options::AGENT_TOKEN,
+                            )
                             .await
+                        }
                     };
                     let rules = tokio::spawn(fetch).await.unwrap_or_else(|e| {
                         RobotsRules::Unreachable(format!("internal error: {e}"))
                     });
+                    // In a shared crawl the host's Crawl-delay holds for every process: it is
+                    // in Redis before this process sends the host its first page request.
+                    if let Some(d) = rules.crawl_delay() {
+                        shared.share_host_delay(origin.as_str(), d).await;
+                    }
                     Finished::Robots(key, rules)
                 });
                 continue;

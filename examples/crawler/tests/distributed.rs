@@ -701,3 +701,62 @@ fn a_redis_that_lost_the_crawl_stops_it_or_it_goes_on_from_the_seeds_when_asked(
         "{entries:?}"
     );
 }
+
+/// A host's `Crawl-delay` holds for every process of a shared crawl: two processes with four
+/// request slots per host each still space their requests to it by the delay.
+#[test]
+fn a_crawl_delay_holds_for_every_process() {
+    use std::sync::Mutex;
+    let Some(redis) = RedisServer::start_or_skip("a_crawl_delay_holds_for_every_process") else {
+        return;
+    };
+    let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let s = starts.clone();
+    let site = common::Site::start(move |path, _| {
+        if path == "/robots.txt" {
+            return Reply::new(
+                200,
+                "text/plain",
+                b"User-agent: *\nCrawl-delay: 0.25\n".to_vec(),
+            );
+        }
+        s.lock().unwrap().push(Instant::now());
+        match path {
+            "/" => Reply::html(
+                (1..=8)
+                    .map(|i| format!("<a href=\"/{i}\">{i}</a>"))
+                    .collect::<String>(),
+            ),
+            _ => Reply::html("leaf"),
+        }
+    });
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            Command::new(env!("CARGO_BIN_EXE_crawler"))
+                .arg("--quiet")
+                .arg("--out")
+                .arg(d.path())
+                .args(["--redis", &redis.url(), "--crawl-name", "delay"])
+                .args(["--per-host", "4", "--lease-ms", "600"])
+                .arg(site.url("/"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let fetched: u64 = children
+        .into_iter()
+        .map(|c| finish(c, Duration::from_secs(60)))
+        .sum();
+    assert_eq!(fetched, 9);
+    let mut starts = starts.lock().unwrap().clone();
+    starts.sort();
+    let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        gaps.iter().all(|g| *g >= Duration::from_millis(200)),
+        "requests closer than the crawl delay: {gaps:?}"
+    );
+}
