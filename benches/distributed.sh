@@ -63,7 +63,7 @@ crawl() {
     for i in $(seq "$n"); do
         /usr/bin/time -f '%M' -o "$dir/rss-$i" "$CRAWLER" --quiet --out "$dir/out-$i" \
             --redis "redis://127.0.0.1:$rport" --crawl-name "$name" --ignore-robots \
-            --delay-ms 0 --workers "$WORKERS" --per-host "$PER_HOST" --no-mirror --no-warc \
+            --delay-ms 0 --workers "$WORKERS" --per-host "$PER_HOST" --no-mirror --no-warc --json \
             --expected-urls $((PAGES * 2)) "${seeds[@]}" >"$dir/summary-$i" 2>"$dir/err-$i" &
         crawlers+=($!)
     done

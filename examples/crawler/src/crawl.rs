@@ -30,7 +30,7 @@ use crate::router::Router;
 use crate::shared_queue::{self, Commit, SharedQueue, SharedSettings};
 use crate::skip::SkipReason;
 use crate::state::CrawlState;
-use crate::summary::{Stop, Summary};
+use crate::summary::{Ending, Stop, Summary};
 use crate::worker;
 
 /// Where the run queue and the done set live.
@@ -333,20 +333,21 @@ impl Shared {
     }
 }
 
-/// What a run prints when it ends.
+/// What a run prints when it ends: its summary, in both modes; with `--json`, as one JSON
+/// object, with `extra` (a shared crawl's process name and Redis figures).
 #[derive(Debug)]
-pub(crate) enum Report {
-    /// The summary of a single-process crawl.
-    Local(Box<Summary>),
-    /// One JSON line of this process's counters in a shared crawl.
-    Shared(String),
+pub(crate) struct Report {
+    pub(crate) summary: Box<Summary>,
+    extra: serde_json::Value,
 }
 
-impl std::fmt::Display for Report {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Local(summary) => summary.fmt(f),
-            Self::Shared(line) => f.write_str(line),
+impl Report {
+    /// The summary as text, or as one JSON line.
+    pub(crate) fn render(&self, json: bool) -> String {
+        if json {
+            self.summary.json(self.extra.clone())
+        } else {
+            self.summary.to_string()
         }
     }
 }
@@ -508,7 +509,34 @@ pub(crate) async fn run(
             return Err(explain_reset(e));
         }
         left?;
-        return Ok(Report::Shared(shared_summary(&shared, q).await));
+        let stop = if shared.limit_hit.load(Ordering::Relaxed) {
+            Stop::MaxPages
+        } else if q.finished() {
+            Stop::Finished
+        } else {
+            Stop::Interrupted
+        };
+        let ending = Ending {
+            stop,
+            shared: true,
+            elapsed: begin.elapsed(),
+        };
+        let extra = shared_figures(&shared, q).await;
+        let done = q.done_set();
+        let mut records = q.records();
+        let fetched = records.stats.fetched;
+        let summary = Summary::new(
+            &shared.config,
+            &mut records,
+            &done,
+            (fetched, 0),
+            Default::default(),
+            ending,
+        );
+        return Ok(Report {
+            summary: Box::new(summary),
+            extra,
+        });
     }
     let Some(mut state) = shared.local() else {
         unreachable!("a crawl is local or shared");
@@ -526,14 +554,24 @@ pub(crate) async fn run(
     } else {
         Stop::Interrupted
     };
+    let ending = Ending {
+        stop,
+        shared: false,
+        elapsed: begin.elapsed(),
+    };
+    let (records, done, totals) = state.for_summary();
     let summary = Summary::new(
         &shared.config,
-        &mut state,
+        records,
+        done,
+        totals,
         resumed.unwrap_or_default(),
-        stop,
-        begin.elapsed(),
+        ending,
     );
-    Ok(Report::Local(Box::new(summary)))
+    Ok(Report {
+        summary: Box::new(summary),
+        extra: serde_json::json!({}),
+    })
 }
 
 /// A Redis that lost the crawl's data stops the crawl with what happened and what it means.
@@ -551,34 +589,15 @@ fn explain_reset(e: CrawlError) -> CrawlError {
     }
 }
 
-/// This process's counters of a shared crawl, as one JSON line.
-async fn shared_summary(shared: &Shared, q: &SharedQueue) -> String {
-    let m = &shared.monitor;
-    if let Some(refresh) = m.refresh.get() {
-        refresh(&m.counters);
-    }
-    let c = &m.counters;
-    let load = |a: &AtomicU64| serde_json::Value::from(a.load(Ordering::Relaxed));
+/// What a shared crawl's summary adds in JSON: this process's name and the Redis figures.
+async fn shared_figures(shared: &Shared, q: &SharedQueue) -> serde_json::Value {
     let per_page = q.commands_per_page().await;
-    let calls = q.calls_per_page(c.fetched.load(Ordering::Relaxed));
-    let summary = serde_json::json!({
+    let fetched = shared.with_records(|r| r.stats.fetched);
+    serde_json::json!({
         "process": q.me.to_string(),
-        "fetched": load(&c.fetched),
-        "not_modified": load(&c.not_modified),
-        "queued": load(&c.queued),
-        "duplicates": load(&c.duplicates),
-        "nofollow": load(&c.nofollow),
-        "not_web": load(&c.not_web),
-        "traps": load(&c.traps),
-        "skipped": load(&c.skipped),
-        "errors": load(&c.errors),
-        "bytes": load(&c.bytes),
-        "warc_records": shared.with_records(|r| r.warc_records()),
-        "redis_commands_per_page": if per_page.is_finite() { serde_json::json!(per_page) } else { serde_json::Value::Null },
-        "redis_calls_per_page": calls,
-        "skips": c.skips(),
-    });
-    summary.to_string()
+        "redis_commands_per_page": per_page.is_finite().then_some(per_page),
+        "redis_calls_per_page": q.calls_per_page(fetched),
+    })
 }
 
 /// Copies the figures of this run (kept in its records) into the monitor's counters.

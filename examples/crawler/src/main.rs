@@ -143,7 +143,7 @@ fn main() -> ExitCode {
         };
         let config = options.config(&canonical::Canonicalizer::default())?;
         let report = crawl::run(config, sharing).await?;
-        println!("{report}");
+        println!("{}", report.render(options.json));
         Ok(())
     });
     // Fetches still running after a fatal error are not waited for.

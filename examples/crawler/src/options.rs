@@ -163,6 +163,11 @@ pub(crate) struct Options {
     #[arg(long, default_value_t = 30, conflicts_with = "redis")]
     pub(crate) checkpoint_secs: u64,
 
+    /// Print the end-of-run summary as one JSON object (counters, skips per reason; a shared
+    /// crawl's process name and Redis figures) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub(crate) quiet: bool,

@@ -93,6 +93,11 @@ impl Records {
         self.warc.as_ref().map_or(0, WarcWriter::offset)
     }
 
+    /// The WARC file's path.
+    pub(crate) fn warc_path(&self) -> &Path {
+        &self.warc_path
+    }
+
     /// WARC records written by this run.
     pub(crate) fn warc_records(&self) -> u64 {
         self.warc.as_ref().map_or(0, WarcWriter::records)

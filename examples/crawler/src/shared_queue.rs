@@ -157,6 +157,8 @@ pub(crate) struct SharedQueue {
     /// Calls this process made to Redis (frontier scripts, done-set batches, its own keys,
     /// memberships), each one round trip.
     calls: AtomicU64,
+    /// Set when this process saw the crawl over (every queue empty, nothing claimed).
+    finished: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SharedQueue {
@@ -260,6 +262,7 @@ impl SharedQueue {
             inbox: Mutex::new(Some(inbox)),
             baseline: Mutex::new(None),
             calls: AtomicU64::new(0),
+            finished: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -271,6 +274,16 @@ impl SharedQueue {
     /// Calls to Redis per page this process fetched; `None` before its first page.
     pub(crate) fn calls_per_page(&self, fetched: u64) -> Option<f64> {
         (fetched > 0).then(|| self.calls.load(Ordering::Relaxed) as f64 / fetched as f64)
+    }
+
+    /// Whether this process saw the crawl over.
+    pub(crate) fn finished(&self) -> bool {
+        self.finished.load(Ordering::Relaxed)
+    }
+
+    /// The done set of the current store.
+    pub(crate) fn done_set(&self) -> Arc<DoneSet> {
+        self.store().done.clone()
     }
 
     /// The current store (stripes and done set).
@@ -675,6 +688,7 @@ async fn feed_until_done(shared: &Arc<Shared>) -> Result<(), CrawlError> {
             continue;
         }
         let Some(every) = q.every else {
+            q.finished.store(true, Ordering::Relaxed);
             shared.request_stop();
             return Ok(());
         };

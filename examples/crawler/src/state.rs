@@ -193,13 +193,16 @@ impl CrawlState {
         self.handed.len() + self.queue.unread() as usize
     }
 
+    /// What the summary reads: the records, the done set, the pages fetched over all runs and
+    /// the URLs still queued.
+    pub(crate) fn for_summary(&mut self) -> (&mut Records, &DoneSet, (u64, usize)) {
+        let totals = (self.pages_done, self.pending_len());
+        (&mut self.records, &self.done, totals)
+    }
+
     /// Pages fetched over all runs.
     pub(crate) fn pages_done(&self) -> u64 {
         self.pages_done
-    }
-
-    pub(crate) fn done_set(&self) -> &DoneSet {
-        &self.done
     }
 
     /// Offers `job` to the done set: admitted (and journaled) when new and within its host's

@@ -3,10 +3,11 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::done::DoneSet;
 use crate::options::CrawlConfig;
-use crate::records::Stats;
+use crate::records::{Records, Stats};
 use crate::skip::SkipReason;
-use crate::state::{CrawlState, Resumed};
+use crate::state::Resumed;
 
 /// Why the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,10 +20,20 @@ pub(crate) enum Stop {
     Interrupted,
 }
 
+/// Where the run ended, for the summary's wording.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ending {
+    pub(crate) stop: Stop,
+    /// The crawl was shared through Redis (the others may carry on).
+    pub(crate) shared: bool,
+    pub(crate) elapsed: Duration,
+}
+
 /// What a run did.
 #[derive(Debug)]
 pub(crate) struct Summary {
     pub(crate) stop: Stop,
+    pub(crate) shared: bool,
     pub(crate) elapsed: Duration,
     pub(crate) resumed: Resumed,
     pub(crate) stats: Stats,
@@ -38,34 +49,29 @@ pub(crate) struct Summary {
     pub(crate) filter_fpr: f64,
     pub(crate) filter_expected: u64,
     pub(crate) warc_records: u64,
+    pub(crate) warc_path: std::path::PathBuf,
     pub(crate) out: std::path::PathBuf,
     pub(crate) warc: bool,
     pub(crate) mirror: bool,
 }
 
 impl Summary {
+    /// The summary of a run: its records (their counters are taken), its done set, the pages
+    /// fetched over all runs and the URLs still queued.
     pub(crate) fn new(
         config: &CrawlConfig,
-        state: &mut CrawlState,
+        records: &mut Records,
+        done: &DoneSet,
+        (pages_total, pending): (u64, usize),
         resumed: Resumed,
-        stop: Stop,
-        elapsed: Duration,
+        ending: Ending,
     ) -> Self {
-        let skips = state
-            .records
+        let skips = records
             .skips
             .counts()
             .iter()
-            .map(|(r, n)| {
-                (
-                    *r,
-                    *n,
-                    why(*r, config),
-                    state.records.skips.examples(*r).to_vec(),
-                )
-            })
+            .map(|(r, n)| (*r, *n, why(*r, config), records.skips.examples(*r).to_vec()))
             .collect();
-        let done = state.done_set();
         let (filter_bytes, filter_items, filter_fpr, filter_expected) = (
             done.memory_bytes(),
             done.estimated_urls(),
@@ -73,18 +79,20 @@ impl Summary {
             done.expected_urls(),
         );
         Self {
-            stop,
-            elapsed,
+            stop: ending.stop,
+            shared: ending.shared,
+            elapsed: ending.elapsed,
             resumed,
-            stats: std::mem::take(&mut state.records.stats),
-            pages_total: state.pages_done(),
-            pending: state.pending_len(),
+            stats: std::mem::take(&mut records.stats),
+            pages_total,
+            pending,
             skips,
             filter_bytes,
             filter_items,
             filter_fpr,
             filter_expected,
-            warc_records: state.records.warc_records(),
+            warc_records: records.warc_records(),
+            warc_path: records.warc_path().to_owned(),
             out: config.out.clone(),
             warc: config.warc,
             mirror: config.mirror,
@@ -156,14 +164,67 @@ fn why(reason: SkipReason, config: &CrawlConfig) -> String {
     }
 }
 
+impl Summary {
+    /// The summary as one JSON object (`--json`): the counters, the skips per reason, and
+    /// `extra` (a shared crawl's process name and Redis figures).
+    pub(crate) fn json(&self, extra: serde_json::Value) -> String {
+        let s = &self.stats;
+        let skips: std::collections::BTreeMap<&str, u64> =
+            self.skips.iter().map(|(r, n, ..)| (r.name(), *n)).collect();
+        let class = |c: crate::skip::SkipClass| -> u64 {
+            self.skips
+                .iter()
+                .filter(|(r, ..)| r.class() == c)
+                .map(|(_, n, ..)| n)
+                .sum()
+        };
+        let mut out = serde_json::json!({
+            "stop": match self.stop {
+                Stop::Finished => "finished",
+                Stop::MaxPages => "max-pages",
+                Stop::Interrupted => "interrupted",
+            },
+            "fetched": s.fetched,
+            "not_modified": s.not_modified,
+            "queued": s.admitted,
+            "duplicates": s.duplicate_links,
+            "nofollow": s.nofollow,
+            "not_web": s.not_web,
+            "traps": class(crate::skip::SkipClass::Trap),
+            "skipped": class(crate::skip::SkipClass::Other),
+            "errors": class(crate::skip::SkipClass::Error),
+            "bytes": s.wire_bytes,
+            "warc_records": self.warc_records,
+            "mirror_files": s.mirror_files,
+            "pages_total": self.pages_total,
+            "still_queued": self.pending,
+            "seconds": self.elapsed.as_secs_f64(),
+            "skips": skips,
+        });
+        if let (Some(out), serde_json::Value::Object(extra)) = (out.as_object_mut(), extra) {
+            out.extend(extra);
+        }
+        out.to_string()
+    }
+}
+
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = &self.stats;
         let secs = self.elapsed.as_secs_f64().max(1e-9);
-        let how = match self.stop {
-            Stop::Finished => "complete: the run queue is empty",
-            Stop::MaxPages => "stopped at --max-pages; run again to continue",
-            Stop::Interrupted => "interrupted; run the same command again to continue",
+        let how = match (self.stop, self.shared) {
+            (Stop::Finished, false) => "complete: the run queue is empty",
+            (Stop::MaxPages, false) => "stopped at --max-pages; run again to continue",
+            (Stop::Interrupted, false) => "interrupted; run the same command again to continue",
+            (Stop::Finished, true) => {
+                "complete: every queue of the shared crawl is empty and nothing is claimed"
+            }
+            (Stop::MaxPages, true) => {
+                "left the shared crawl at --max-pages; what this process held is queued again"
+            }
+            (Stop::Interrupted, true) => {
+                "left the shared crawl (a signal or the stop flag); the others carry on until stopped"
+            }
         };
         writeln!(f, "crawl {how}")?;
         if self.resumed.from_checkpoint || self.resumed.journal_events > 0 {
@@ -195,11 +256,20 @@ impl fmt::Display for Summary {
         )?;
         writeln!(
             f,
-            "                   url-dedup filter: about {:.0} URLs in {} KiB (first sized for {} URLs, grows as needed); false-positive rate now {:.1e}",
-            self.filter_items,
+            "                   url-dedup filter: {} in {} KiB{} (first sized for {} URLs, grows as needed); false-positive rate now {}",
+            if self.filter_items.is_finite() {
+                format!("about {:.0} URLs", self.filter_items)
+            } else {
+                "shared".to_owned()
+            },
             self.filter_bytes / 1024,
+            if self.shared { " of Redis" } else { "" },
             self.filter_expected,
-            self.filter_fpr
+            if self.filter_fpr.is_finite() {
+                format!("{:.1e}", self.filter_fpr)
+            } else {
+                "known to Redis only".to_owned()
+            }
         )?;
         writeln!(
             f,
@@ -234,7 +304,7 @@ impl fmt::Display for Summary {
             writeln!(
                 f,
                 "  WARC             {} ({} records this run)",
-                self.out.join("crawl.warc").display(),
+                self.warc_path.display(),
                 self.warc_records
             )?;
         }

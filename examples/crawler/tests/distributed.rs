@@ -100,7 +100,7 @@ impl Forest {
 
 fn spawn(out: &Path, redis: &str, crawl: &str, seed: &str, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_crawler"))
-        .arg("--quiet")
+        .args(["--quiet", "--json"])
         .arg("--out")
         .arg(out)
         .args(["--redis", redis, "--crawl-name", crawl, "--ignore-robots"])
@@ -735,7 +735,7 @@ fn a_crawl_delay_holds_for_every_process() {
         .iter()
         .map(|d| {
             Command::new(env!("CARGO_BIN_EXE_crawler"))
-                .arg("--quiet")
+                .args(["--quiet", "--json"])
                 .arg("--out")
                 .arg(d.path())
                 .args(["--redis", &redis.url(), "--crawl-name", "delay"])

@@ -298,3 +298,39 @@ fn the_mirror_is_an_offline_copy_with_every_requisite_in_both_modes() {
         assert_eq!(warc_responses(&out).len(), 12, "{mode:?}");
     });
 }
+
+/// Both modes end with the same summary: as text, or as one JSON object with `--json`.
+#[test]
+fn both_modes_print_the_same_summary() {
+    in_both_modes(
+        "one_summary",
+        || tree(20),
+        |mode, site| {
+            let (_tmp, out) = temp_out();
+            let text = crawl(mode, &out, &site.url("/p/0"), &["--ignore-robots"]);
+            let text = String::from_utf8_lossy(&text.stdout);
+            assert!(text.starts_with("crawl complete: "), "{mode:?}: {text}");
+            for line in [
+                "  fetched          20 responses",
+                "  done set         20 URLs admitted",
+            ] {
+                assert!(text.contains(line), "{mode:?}: {line} not in {text}");
+            }
+            let site = tree(20);
+            let (_tmp, out) = temp_out();
+            let json = crawl(
+                mode,
+                &out,
+                &site.url("/p/0"),
+                &["--ignore-robots", "--json"],
+            );
+            let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+            assert_eq!(json["stop"], "finished", "{mode:?}: {json}");
+            assert_eq!(json["fetched"], 20, "{mode:?}: {json}");
+            assert_eq!(json["queued"], 20, "{mode:?}: {json}");
+            if let Mode::Shared(..) = mode {
+                assert!(json["redis_calls_per_page"].as_f64().is_some(), "{json}");
+            }
+        },
+    );
+}

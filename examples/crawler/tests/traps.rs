@@ -213,7 +213,7 @@ fn a_shared_crawl_contains_the_same_traps() {
     let site = trap_site();
     let (_tmp, out) = temp_out();
     let output = common::crawler(&out)
-        .args(["--redis", &redis.url(), "--crawl-name", "traps"])
+        .args(["--redis", &redis.url(), "--crawl-name", "traps", "--json"])
         .args(["--max-pages", "5000"])
         .arg(site.url("/"))
         .output()
