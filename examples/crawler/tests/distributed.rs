@@ -760,3 +760,50 @@ fn a_crawl_delay_holds_for_every_process() {
         "requests closer than the crawl delay: {gaps:?}"
     );
 }
+
+/// The run queue split into several stripes (each its own frontier, as on a Redis Cluster)
+/// still fetches every page once, and both processes take a share.
+#[test]
+fn a_queue_in_several_stripes_fetches_every_page_once() {
+    let Some(redis) = RedisServer::start_or_skip("a_queue_in_several_stripes") else {
+        return;
+    };
+    const PAGES: usize = 200;
+    let forest = Forest::start(8, PAGES, Duration::from_millis(5));
+    let seeds = forest.seeds();
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            let mut args = vec!["--queue-stripes", "4", "--lease-ms", "600"];
+            args.extend(seeds[1..].iter().map(String::as_str));
+            spawn(d.path(), &redis.url(), "stripes", &seeds[0], &args)
+        })
+        .collect();
+    let fetched: Vec<u64> = children
+        .into_iter()
+        .map(|c| finish(c, Duration::from_secs(60)))
+        .collect();
+    assert_eq!(forest.hits(), vec![1; PAGES]);
+    assert_eq!(fetched.iter().sum::<u64>(), PAGES as u64);
+    assert!(fetched.iter().all(|&n| n > 0), "{fetched:?}");
+    // The hosts' queues are spread over the stripes.
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let used = (0..4)
+        .filter(|s| {
+            let acked: Option<u64> = redis::cmd("GET")
+                .arg(
+                    url_dedup_redis::Namespace::new(&format!("stripes-s{s}"))
+                        .unwrap()
+                        .key("acked"),
+                )
+                .query(&mut conn)
+                .unwrap();
+            acked.unwrap_or(0) > 0
+        })
+        .count();
+    assert!(used >= 2, "{used} stripes used");
+}
