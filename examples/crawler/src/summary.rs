@@ -256,7 +256,7 @@ impl fmt::Display for Summary {
         )?;
         writeln!(
             f,
-            "                   url-dedup filter: {} in {} KiB{} (first sized for {} URLs, grows as needed); false-positive rate now {}",
+            "                   url-dedup filter: {} in {} KiB{} (first sized for {} URLs{}); false-positive rate now {}",
             if self.filter_items.is_finite() {
                 format!("about {:.0} URLs", self.filter_items)
             } else {
@@ -265,6 +265,7 @@ impl fmt::Display for Summary {
             self.filter_bytes / 1024,
             if self.shared { " of Redis" } else { "" },
             self.filter_expected,
+            if self.shared { "" } else { ", grows as needed" },
             if self.filter_fpr.is_finite() {
                 format!("{:.1e}", self.filter_fpr)
             } else {
