@@ -807,3 +807,31 @@ fn a_queue_in_several_stripes_fetches_every_page_once() {
         .count();
     assert!(used >= 2, "{used} stripes used");
 }
+
+/// An unreachable Redis is reported within `--redis-first-contact-ms`, not after the default
+/// budget.
+#[test]
+fn an_unreachable_redis_is_reported_within_the_first_contact_budget() {
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = tempfile::tempdir().unwrap();
+    let begin = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_crawler"))
+        .arg("--out")
+        .arg(out.path())
+        .args(["--redis", &format!("redis://127.0.0.1:{port}")])
+        .args(["--redis-first-contact-ms", "300"])
+        .arg("http://127.0.0.1:1/")
+        .output()
+        .unwrap();
+    let elapsed = begin.elapsed();
+    assert!(!output.status.success());
+    // The default budget (3 s) takes over two seconds against a refused connection.
+    assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("shared crawl"), "{stderr}");
+}
