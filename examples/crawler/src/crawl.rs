@@ -446,10 +446,6 @@ pub(crate) async fn run(
         shared.offer(seeds);
         tasks.push(tokio::spawn(shared_queue::commit(shared.clone())));
         tasks.push(tokio::spawn(shared_queue::feed(shared.clone())));
-        tasks.push(tokio::spawn(shared_queue::housekeeping(
-            shared.clone(),
-            settings.lease,
-        )));
     }
 
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -483,7 +479,6 @@ pub(crate) async fn run(
     for w in workers {
         let _ = w.await;
     }
-    background.abort();
     signals.abort();
 
     let fatal = || {
@@ -502,6 +497,9 @@ pub(crate) async fn run(
             let _ = committer.await;
         }
         tasks.for_each(|t| t.abort());
+        // Heartbeats went on until everything was committed: no claim of this process was
+        // handed to another meanwhile.
+        background.abort();
         q.flush();
         let left = q.leave().await;
         if let Some(e) = fatal() {
@@ -538,6 +536,7 @@ pub(crate) async fn run(
             extra,
         });
     }
+    background.abort();
     let Some(mut state) = shared.local() else {
         unreachable!("a crawl is local or shared");
     };
@@ -624,15 +623,24 @@ fn refresh_from(shared: Weak<Shared>) -> Refresh {
     })
 }
 
-/// Periodic checkpoints (single-process crawl), Redis commands per page (shared crawl) and
-/// progress lines.
+/// The one housekeeping loop of both modes: periodic checkpoints (single-process crawl),
+/// heartbeats, the leader's duties and the stop flag (shared crawl, every third of the lease),
+/// the Redis figures of the status page and progress lines.
 async fn housekeeping(shared: Arc<Shared>) {
     let every = shared.config.checkpoint_every;
     let progress = shared.config.progress && std::io::stderr().is_terminal();
     let mut checkpoint = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     let mut tick = tokio::time::interval(Duration::from_secs(2));
+    let beat_every = match shared.shared_queue() {
+        Some(_) => shared_queue::beat_every(&shared),
+        None => Duration::from_secs(3600),
+    };
+    let mut beat = tokio::time::interval(beat_every);
     loop {
         tokio::select! {
+            _ = beat.tick(), if shared.shared_queue().is_some() => {
+                shared_queue::beat(&shared).await;
+            }
             _ = checkpoint.tick(), if shared.shared_queue().is_none() => {
                 let result = shared.local().map(|mut s| s.checkpoint());
                 if let Some(Err(e)) = result {

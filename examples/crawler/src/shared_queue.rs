@@ -18,7 +18,8 @@
 //!   script per stripe that queues the new URLs (with the host budget) and acknowledges the
 //!   pages. A page's links are queued before its claim ends, so "every queue empty and nothing
 //!   claimed" really means the crawl is over, for every process at once.
-//! * **Membership**: a heartbeat lease per process. The leader (`LeaderLease`) requeues the
+//! * **Membership**: a heartbeat lease per process, renewed by the engine's housekeeping loop.
+//!   The leader (`LeaderLease`) requeues the
 //!   claims of processes whose lease expired (at-least-once: the pages a killed process held
 //!   are fetched again) and schedules the revisits of `--every`.
 //! * **Stop flag**: `crawler --redis URL --crawl-name NAME --stop` sets a key; every process
@@ -159,6 +160,8 @@ pub(crate) struct SharedQueue {
     calls: AtomicU64,
     /// Set when this process saw the crawl over (every queue empty, nothing claimed).
     finished: std::sync::atomic::AtomicBool,
+    /// The membership lease's length.
+    lease_ttl: Duration,
 }
 
 impl std::fmt::Debug for SharedQueue {
@@ -263,6 +266,7 @@ impl SharedQueue {
             baseline: Mutex::new(None),
             calls: AtomicU64::new(0),
             finished: std::sync::atomic::AtomicBool::new(false),
+            lease_ttl: settings.lease,
         })
     }
 
@@ -1004,42 +1008,38 @@ async fn within_template_budgets(
 }
 
 /// Heartbeats, the leader's duties and the stop flag, every third of the lease.
-pub(crate) async fn housekeeping(shared: Arc<Shared>, lease: Duration) {
-    let q = queue(&shared);
-    let mut beat = tokio::time::interval((lease / 3).max(Duration::from_millis(50)));
-    loop {
-        beat.tick().await;
-        let log = &shared.monitor.logger;
-        match heartbeat(q).await {
-            Ok(true) => {}
-            Ok(false) => log.warn("membership lease lost; rejoined").await,
-            Err(e) => {
-                if is_reset(&e) {
-                    shared.fail(e);
-                    return;
-                }
-                log.warn(&format!("heartbeat: {e}")).await
-            }
-        }
-        let epoch = q.epoch();
-        match lead(q).await {
-            Ok(0) => {}
-            Ok(n) => {
-                log.warn(&format!("requeued {n} URLs of a dead process"))
-                    .await
-            }
-            Err(e) if is_reset(&e) => {
-                if let Err(e) = q.recover(&shared, epoch, e).await {
-                    shared.fail(e);
-                    return;
-                }
-            }
-            Err(e) => log.warn(&format!("leader: {e}")).await,
-        }
-        if q.stop_raised().await {
-            shared.request_stop();
-        }
+/// One beat of the shared crawl's housekeeping (every third of the lease, from the engine's
+/// housekeeping loop): heartbeats, the leader's duties, the stop flag.
+pub(crate) async fn beat(shared: &Shared) {
+    let q = queue(shared);
+    let log = &shared.monitor.logger;
+    match heartbeat(q).await {
+        Ok(true) => {}
+        Ok(false) => log.warn("membership lease lost; rejoined").await,
+        Err(e) => log.warn(&format!("heartbeat: {e}")).await,
     }
+    let epoch = q.epoch();
+    match lead(q).await {
+        Ok(0) => {}
+        Ok(n) => {
+            log.warn(&format!("requeued {n} URLs of a dead process"))
+                .await
+        }
+        Err(e) if is_reset(&e) => {
+            if let Err(e) = q.recover(shared, epoch, e).await {
+                shared.fail(e);
+            }
+        }
+        Err(e) => log.warn(&format!("leader: {e}")).await,
+    }
+    if q.stop_raised().await {
+        shared.request_stop();
+    }
+}
+
+/// How often [`beat`] runs: a third of the membership lease.
+pub(crate) fn beat_every(shared: &Shared) -> Duration {
+    (queue(shared).lease_ttl / 3).max(Duration::from_millis(50))
 }
 
 /// Renews every lease; rejoins where one was lost. Returns whether all were still held.
