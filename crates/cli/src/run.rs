@@ -122,6 +122,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         if let Some(bar) = &progress {
             bar.set_position(done_bytes + source_bytes);
         }
+        results.recycle(parsed);
         if flow == Flow::PipeClosed {
             pipe_closed = true;
             break;

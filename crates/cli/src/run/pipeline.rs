@@ -185,18 +185,25 @@ pub(crate) fn start(plan: Plan) -> Results {
         from_workers.push(done_rx);
     }
     let (sources, max_len) = (plan.sources, plan.max_len);
-    std::thread::spawn(move || read(&sources, max_len, &to_workers));
+    let (used, spares) = sync_channel(SPARE_BLOCKS);
+    std::thread::spawn(move || read(&sources, max_len, &to_workers, &spares));
     Results {
         from_workers,
         next: 0,
+        used,
     }
 }
+
+/// Used blocks on their way back to the reader.
+const SPARE_BLOCKS: usize = 8;
 
 /// The pipeline's output end.
 pub(crate) struct Results {
     from_workers: Vec<Receiver<Message>>,
     /// The worker whose turn it is.
     next: usize,
+    /// Where used blocks go back to the reader.
+    used: SyncSender<Vec<u8>>,
 }
 
 impl Results {
@@ -207,6 +214,12 @@ impl Results {
         };
         self.next = (self.next + 1) % self.from_workers.len();
         worker.recv().unwrap_or(Message::End)
+    }
+
+    /// Hands a block that was decided back to the reader, which reads into its buffer again
+    /// (see [`BlockReader::recycle`]). Never waits: a reader with enough spares drops it.
+    pub(crate) fn recycle(&self, parsed: Parsed) {
+        let _ = self.used.try_send(parsed.block.bytes);
     }
 }
 
@@ -232,7 +245,12 @@ fn work(
 }
 
 /// The reader: every input in order, in blocks, dealt to the workers in turn.
-fn read(sources: &[Option<PathBuf>], max_len: usize, workers: &[SyncSender<Work>]) {
+fn read(
+    sources: &[Option<PathBuf>],
+    max_len: usize,
+    workers: &[SyncSender<Work>],
+    spares: &Receiver<Vec<u8>>,
+) {
     let mut turn = 0;
     let mut deal = |work: Work| {
         let sent = workers[turn % workers.len()].send(work).is_ok();
@@ -249,6 +267,9 @@ fn read(sources: &[Option<PathBuf>], max_len: usize, workers: &[SyncSender<Work>
         };
         let mut blocks = BlockReader::new(input, streaming, BLOCK_BYTES, max_len);
         loop {
+            while let Ok(spare) = spares.try_recv() {
+                blocks.recycle(spare);
+            }
             match blocks.next_block() {
                 Ok(Some(block)) => {
                     if !deal(Work::Block(index, block)) {
