@@ -54,7 +54,10 @@ fn large(c: &mut Criterion) {
             "Crawler, per-feature sizing, SipHash-1-3",
             RegionSizing::PerFeature,
         ),
-        ("Crawler, blocked sizing, SipHash-1-3", RegionSizing::Blocked),
+        (
+            "Crawler, blocked sizing, SipHash-1-3",
+            RegionSizing::Blocked,
+        ),
     ] {
         let mut filter = SimilarityFilter::builder()
             .expected_items(count as u64)

@@ -85,12 +85,12 @@
 //! The `url-dedup-two-tier` binary runs one role per process from a topology file
 //! ([`Topology`] as JSON): `url-dedup-two-tier --topology t.json center --ip 10.1.0.254`,
 //! `... host --ip 10.1.0.1`. Built with the `testing` feature, `url-dedup-two-tier demo` runs
-//! two networks in one process on throwaway `redis-server`s; [`testing::Cluster`] does the
+//! two networks in one process on throwaway `redis-server`s; `testing::Cluster` does the
 //! same for tests.
 //!
 //! # Features
 //!
-//! * `testing`: [`testing::Cluster`].
+//! * `testing`: `testing::Cluster`.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

@@ -2,7 +2,7 @@
 //! stream (`XADD key MAXLEN ~ N`), so one status page shows what went wrong anywhere. Each entry
 //! also goes to this process's structured log (`tracing`).
 
-use redis::aio::ConnectionManager;
+use url_dedup_redis::Connection;
 
 /// One entry of the shared log stream.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -18,7 +18,7 @@ pub(crate) struct Entry {
 #[derive(Clone)]
 pub(crate) struct Logger {
     process: String,
-    stream: Option<(ConnectionManager, String)>,
+    stream: Option<(Connection, String)>,
     cap: u64,
 }
 
@@ -32,11 +32,7 @@ impl std::fmt::Debug for Logger {
 }
 
 impl Logger {
-    pub(crate) fn new(
-        process: String,
-        stream: Option<(ConnectionManager, String)>,
-        cap: u64,
-    ) -> Self {
+    pub(crate) fn new(process: String, stream: Option<(Connection, String)>, cap: u64) -> Self {
         Self {
             process,
             stream,

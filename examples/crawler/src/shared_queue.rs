@@ -33,10 +33,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use tokio::sync::{Notify, mpsc};
 use url_dedup_bloom::HashKey;
 use url_dedup_partition::{NodeId, PartitionTable, RouteKey};
+use url_dedup_redis::Connection;
 use url_dedup_redis::{
     ClaimedTask, Epoch, Frontier, FrontierSettings, LeaderLease, Link, Membership, Namespace,
     NewTask, WorkerId,
@@ -132,7 +132,7 @@ pub(crate) struct SharedQueue {
     leader: tokio::sync::Mutex<Option<Epoch>>,
     /// Only its routing of host names to virtual nodes is used.
     table: PartitionTable,
-    conn: ConnectionManager,
+    conn: Connection,
     keys: Keys,
     every: Option<Duration>,
     host_budget: u64,
@@ -346,7 +346,7 @@ impl SharedQueue {
     }
 
     /// A connection for the shared log stream.
-    pub(crate) fn log_stream(&self) -> (ConnectionManager, String) {
+    pub(crate) fn log_stream(&self) -> (Connection, String) {
         let ns = Namespace::new(&self.name).map(|ns| ns.key("log"));
         (self.conn.clone(), ns.unwrap_or_default())
     }
@@ -509,14 +509,26 @@ impl SharedQueue {
     async fn command_count(&self) -> Result<u64, CrawlError> {
         self.called(1);
         let mut conn = self.conn.clone();
-        let info: String = redis::cmd("INFO")
+        let info: redis::Value = redis::cmd("INFO")
             .arg("stats")
             .query_async(&mut conn)
             .await?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("total_commands_processed:"))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| CrawlError::Options("INFO stats has no command count".into()))
+        // A cluster answers for each master: the count is their sum.
+        let texts: Vec<redis::Value> = match info {
+            redis::Value::Map(nodes) => nodes.into_iter().map(|(_, text)| text).collect(),
+            one => vec![one],
+        };
+        let mut total = 0;
+        for text in texts {
+            let text: String = redis::from_redis_value(text)
+                .map_err(|e| CrawlError::Options(format!("INFO stats: {e}")))?;
+            total += text
+                .lines()
+                .find_map(|l| l.strip_prefix("total_commands_processed:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| CrawlError::Options("INFO stats has no command count".into()))?;
+        }
+        Ok(total)
     }
 }
 
@@ -1098,14 +1110,15 @@ pub(crate) fn is_reset(e: &CrawlError) -> bool {
 
 /// A connection of this process's own for the crawl's plain keys (stop flag, periods, known
 /// pages, template counts, log stream); the frontier and the done set keep theirs.
-async fn connect(redis: &str) -> Result<ConnectionManager, CrawlError> {
-    Ok(redis::Client::open(redis)?.get_connection_manager().await?)
+/// A connection to the crawl's Redis: one server, or a cluster named by its seeds.
+async fn connect(redis: &str) -> Result<Connection, CrawlError> {
+    Ok(Link::connect(redis).await?.connection())
 }
 
 /// The crawl's hash key: drawn by the first process (or `keep`, the key of a crawl going on
 /// after Redis lost its data), read by the others.
 async fn crawl_key(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     ns: &Namespace,
     keep: Option<HashKey>,
 ) -> Result<HashKey, CrawlError> {

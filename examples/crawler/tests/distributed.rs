@@ -835,3 +835,45 @@ fn an_unreachable_redis_is_reported_within_the_first_contact_budget() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("shared crawl"), "{stderr}");
 }
+
+/// Two processes crawl through a Redis Cluster named by its seeds while a master is added,
+/// the slots rebalanced onto it, and the master removed again: the run queues and the done
+/// set move with their slots, and every page is fetched once.
+#[test]
+fn a_crawl_on_a_cluster_goes_on_while_masters_come_and_go() {
+    let Some(mut cluster) =
+        url_dedup_redis::testing::RedisCluster::start_or_skip("crawl on a cluster", 3, 0)
+    else {
+        return;
+    };
+    const PAGES: usize = 600;
+    let forest = Forest::start(8, PAGES, Duration::from_millis(80));
+    let seeds = forest.seeds();
+    let url = cluster.url();
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut children: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            let mut args = vec!["--queue-stripes", "4"];
+            args.extend(seeds[1..].iter().map(String::as_str));
+            spawn(d.path(), &url, "moving", &seeds[0], &args)
+        })
+        .collect();
+    let added = cluster.add_master().unwrap();
+    cluster.rebalance().unwrap();
+    assert!(
+        children.iter_mut().any(|c| c.try_wait().unwrap().is_none()),
+        "the crawl ended before the slots moved"
+    );
+    cluster.remove_master(added).unwrap();
+    let fetched: Vec<u64> = children
+        .into_iter()
+        .map(|c| finish(c, Duration::from_secs(120)))
+        .collect();
+    assert_eq!(
+        forest.hits(),
+        vec![1; PAGES],
+        "a page fetched twice or never"
+    );
+    assert_eq!(fetched.iter().sum::<u64>(), PAGES as u64);
+}

@@ -261,7 +261,11 @@ impl RedisServer {
         // a few fresh tries make that race harmless.
         let mut last = None;
         for _ in 0..5 {
-            let port = free_port()?;
+            let mut port = free_port()?;
+            // A cluster node also listens on its port + 10,000 (the cluster bus).
+            while cluster && port > u16::MAX - 10_000 {
+                port = free_port()?;
+            }
             let mut server = Self {
                 child: None,
                 port,
