@@ -414,7 +414,7 @@ fn answers<'py, T>(
     for answer in decided {
         match answer {
             Ok(value) => list.append(convert(py, value)?)?,
-            Err(e @ (Error::Store(_) | Error::Redis(_))) => return Err(to_py(e)),
+            Err(e @ (Error::Store(_) | Error::Reset(_) | Error::Redis(_))) => return Err(to_py(e)),
             Err(e) => list.append(to_py_value(py, e))?,
         }
     }

@@ -44,7 +44,7 @@ pub(crate) fn to_py_at(e: Error, path: Option<&Path>) -> PyErr {
         Error::Filter(_) | Error::Segmented(_) | Error::Similarity(_) => {
             FilterError::new_err(message)
         }
-        Error::Redis(_) | Error::Store(_) => RedisError::new_err(message),
+        Error::Redis(_) | Error::Store(_) | Error::Reset(_) => RedisError::new_err(message),
         Error::ConfigMismatch {
             recorded,
             configured,

@@ -763,7 +763,7 @@ impl UrlDedup {
         let answers = self
             .exact
             .check_and_insert_batch(&valid)
-            .map_err(|e| e.to_string());
+            .map_err(|e| (e.is_reset(), e.to_string()));
         let mut new = answers.as_deref().unwrap_or_default().iter().copied();
         canonical
             .into_iter()
@@ -772,7 +772,7 @@ impl UrlDedup {
                 let new = match (&answers, new.next()) {
                     (Ok(_), Some(new)) => new,
                     (Ok(_), None) => return Err(Error::Store("missing answer".into())),
-                    (Err(message), _) => return Err(Error::Store(message.clone())),
+                    (Err(failure), _) => return Err(batch_error(failure)),
                 };
                 let outcome = self.after_exact(new, bytes(&c));
                 Ok((outcome, c))
@@ -797,6 +797,50 @@ impl UrlDedup {
     /// ```
     pub fn contains(&self, url: &str) -> Result<bool, Error> {
         self.exact.contains(self.canonicalize(url)?.as_bytes())
+    }
+
+    /// [`contains`](Self::contains) for a batch, one answer per URL in order: one call to the
+    /// exact filter (one round trip to Redis) for the whole batch. An invalid URL gets its
+    /// error; if the store fails, every valid URL gets the failure ([`Error::Store`], or
+    /// [`Error::Reset`] when the store lost its data).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dedup = url_dedup::UrlDedup::builder().build()?;
+    /// dedup.check_and_insert("https://example.com/a")?;
+    /// let found = dedup.contains_batch(["https://EXAMPLE.com/a", "https://example.com/b", "nope"]);
+    /// assert_eq!(found[0].as_ref().ok(), Some(&true));
+    /// assert_eq!(found[1].as_ref().ok(), Some(&false));
+    /// assert!(found[2].is_err());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn contains_batch<'a, I>(&self, urls: I) -> Vec<Result<bool, Error>>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
+        let canonical: Vec<Result<Cow<'a, str>, Error>> =
+            urls.into_iter().map(|u| self.canonicalize(u)).collect();
+        let valid: Vec<&[u8]> = canonical
+            .iter()
+            .filter_map(|c| c.as_ref().ok().map(|c| c.as_bytes()))
+            .collect();
+        let answers = self
+            .exact
+            .contains_batch(&valid)
+            .map_err(|e| (e.is_reset(), e.to_string()));
+        let mut found = answers.as_deref().unwrap_or_default().iter().copied();
+        canonical
+            .into_iter()
+            .map(|c| {
+                c?;
+                match (&answers, found.next()) {
+                    (Ok(_), Some(found)) => Ok(found),
+                    (Ok(_), None) => Err(Error::Store("missing answer".into())),
+                    (Err(failure), _) => Err(batch_error(failure)),
+                }
+            })
+            .collect()
     }
 
     /// The canonical form of a URL under this deduplicator's policy (the input itself when
@@ -984,5 +1028,15 @@ impl std::fmt::Debug for UrlDedup {
         #[cfg(feature = "similarity")]
         d.field("similarity", &self.similarity.is_some());
         d.finish()
+    }
+}
+
+/// What each URL of a batch carries when the store failed: whether it was a reset, and the
+/// store's message.
+fn batch_error(&(reset, ref message): &(bool, String)) -> Error {
+    if reset {
+        Error::Reset(message.clone())
+    } else {
+        Error::Store(message.clone())
     }
 }

@@ -29,6 +29,12 @@ pub enum Error {
     /// The filter's store failed while answering a batch; every URL of the batch carries this.
     #[error("filter store failed: {0}")]
     Store(String),
+    /// The shared filter's Redis lost data it held (a restart without persistence, a
+    /// `FLUSHALL`, a failover to a replica that missed writes): what a batch's URLs carry for
+    /// the store's reset, so that a caller can tell it from a passing failure (see
+    /// [`is_reset`](Self::is_reset)).
+    #[error("{0}")]
+    Reset(String),
     /// The similarity filter could not be built or restored.
     #[cfg(feature = "similarity")]
     #[error(transparent)]
@@ -55,6 +61,28 @@ pub enum Error {
     /// A state snapshot holds components this configuration does not have, or lacks some.
     #[error("state snapshot does not match the configuration: {0}")]
     StateMismatch(&'static str),
+}
+
+impl Error {
+    /// Whether the shared filter's store lost data it held: carrying on would admit again
+    /// URLs it had admitted. A crawler stops, or starts over knowingly.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::Error;
+    ///
+    /// assert!(Error::Reset("the shared filter at seen was reset: ...".into()).is_reset());
+    /// assert!(!Error::Store("connection refused".into()).is_reset());
+    /// ```
+    pub fn is_reset(&self) -> bool {
+        match self {
+            Self::Reset(_) => true,
+            #[cfg(feature = "redis")]
+            Self::Redis(url_dedup_redis::Error::StoreReset { .. }) => true,
+            _ => false,
+        }
+    }
 }
 
 impl From<std::io::Error> for Error {

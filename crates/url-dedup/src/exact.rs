@@ -162,6 +162,18 @@ impl Exact {
         })
     }
 
+    /// One answer per item, in order; Redis answers the whole batch in one round trip.
+    pub(crate) fn contains_batch(&self, items: &[&[u8]]) -> Result<Vec<bool>, Error> {
+        Ok(match self {
+            Self::Classic(f) => items.iter().map(|i| f.contains(i)).collect(),
+            Self::Segmented(f) => f.contains_batch(items),
+            Self::Growing(f) => f.contains_batch(items),
+            Self::Fingerprints(f) => items.iter().map(|i| f.contains(i)).collect(),
+            #[cfg(feature = "redis")]
+            Self::Redis(f) => f.try_contains_batch(items)?,
+        })
+    }
+
     pub(crate) fn contains(&self, item: &[u8]) -> Result<bool, Error> {
         Ok(match self {
             Self::Classic(f) => f.contains(item),

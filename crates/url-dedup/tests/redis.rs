@@ -289,3 +289,52 @@ fn deduplicators_sharing_a_cluster_admit_each_url_once() {
     assert_eq!(all.len(), total, "a URL was admitted by two deduplicators");
     assert!(total + 30 >= urls.len(), "{total} of {}", urls.len());
 }
+
+/// A batch answered by a Redis that lost its data carries a reset for every URL, which a
+/// caller tells from a passing failure with `is_reset` (a crawler once matched on the
+/// message's text); `contains_batch` asks the whole batch in one call.
+#[test]
+fn a_reset_reaches_every_url_of_a_batch_as_a_reset() {
+    let Some(server) = RedisServer::start_or_skip("facade redis reset batch") else {
+        return;
+    };
+    let d = UrlDedup::builder()
+        .expected_urls(1_000)
+        .redis(&server.url(), "reset")
+        .build()
+        .unwrap();
+    let urls = ["https://a.example/", "https://b.example/", "not a url"];
+    let first = d.check_and_insert_batch(urls);
+    assert!(first[0].as_ref().unwrap().is_new() && first[1].as_ref().unwrap().is_new());
+    let found = d.contains_batch(["https://A.example", "https://c.example/", "not a url"]);
+    assert_eq!(found[0].as_ref().ok(), Some(&true));
+    assert_eq!(found[1].as_ref().ok(), Some(&false));
+    assert!(matches!(found[2], Err(url_dedup::Error::InvalidUrl(_))));
+
+    flush_all(server.port());
+    // URLs the client has not seen: it must ask Redis, and meets the reset.
+    let fresh = ["https://d.example/", "https://e.example/", "not a url"];
+    let again = d.check_and_insert_batch(fresh);
+    assert!(
+        again[..2]
+            .iter()
+            .all(|a| a.as_ref().is_err_and(|e| e.is_reset()))
+    );
+    assert!(matches!(again[2], Err(url_dedup::Error::InvalidUrl(_))));
+    let found = d.contains_batch(fresh);
+    assert!(
+        found[..2]
+            .iter()
+            .all(|a| a.as_ref().is_err_and(|e| e.is_reset()))
+    );
+}
+
+/// `FLUSHALL` on the server at `port`, in plain RESP.
+fn flush_all(port: u16) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(b"FLUSHALL\r\n").unwrap();
+    let mut reply = [0u8; 5];
+    stream.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"+OK\r\n");
+}

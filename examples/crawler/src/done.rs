@@ -126,11 +126,14 @@ impl DoneSet {
         Ok(self.dedup.contains(url)?)
     }
 
-    /// [`contains`](Self::contains) for many URLs. The facade has no batch form of `contains`
-    /// yet, so in Redis mode this costs one round trip per URL; callers ask it only for the
-    /// few URLs a template budget applies to.
+    /// [`contains`](Self::contains) for many URLs: one call to the filter, one round trip in
+    /// Redis.
     pub(crate) fn contains_batch(&self, urls: &[String]) -> Result<Vec<bool>, CrawlError> {
-        urls.iter().map(|u| self.contains(u)).collect()
+        self.dedup
+            .contains_batch(urls.iter().map(String::as_str))
+            .into_iter()
+            .map(|found| found.map_err(CrawlError::from))
+            .collect()
     }
 
     /// Writes the whole state (filters and their keys) as one snapshot.

@@ -1096,14 +1096,7 @@ async fn lead(q: &SharedQueue) -> Result<u64, CrawlError> {
 pub(crate) fn is_reset(e: &CrawlError) -> bool {
     match e {
         CrawlError::Shared(url_dedup_redis::Error::StoreReset { .. }) => true,
-        CrawlError::Done(url_dedup::Error::Redis(url_dedup_redis::Error::StoreReset {
-            ..
-        })) => true,
-        // The facade answers a batch with the store's error as text (`Error::Store`); its
-        // `StoreReset` reads "the shared filter at PREFIX was reset: ...".
-        CrawlError::Done(url_dedup::Error::Store(message)) => {
-            message.starts_with("the shared ") && message.contains(" was reset: ")
-        }
+        CrawlError::Done(e) => e.is_reset(),
         _ => false,
     }
 }
