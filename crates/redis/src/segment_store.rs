@@ -176,7 +176,7 @@ pub struct StoreOptions {
     /// or set by one of its own commands) is still 1. [`WriteMode::Bitfield`] batches leave
     /// such bits out of their commands and answer an item whose bits are all known without
     /// asking Redis; the answers are the same as with every bit sent, and admission stays
-    /// exactly-once across clients (see `docs/redis.md`).
+    /// exactly-once across clients (see [`docs/redis.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/redis.md)).
     ///
     /// * **Memory**: as much as the filter itself, about 2.5 bytes per expected URL at 1%, in
     ///   every process that opens it (24 MiB for 10 million URLs), allocated when the store

@@ -25,7 +25,7 @@
 //!    center deletes the marked URLs; when every network answered, or the WAN timeout passed,
 //!    the survivors go to `task_URL`, from which the center fills its hosts' `task_pool`s.
 //!
-//! `docs/two-tier.md` in the repository maps every step to the paper's text and states what
+//! [`docs/two-tier.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/two-tier.md) in the repository maps every step to the paper's text and states what
 //! was chosen where the paper is silent; the main choices are listed below.
 //!
 //! # Example
@@ -78,7 +78,7 @@
 //!   change nothing. Oversized frames are dropped inside Redis and never transferred.
 //! * **What the paper's dedup does not catch.** Two hosts that find the same new URL at the
 //!   same time both pass it: the protocol checks against *finished* URLs only. The shared
-//!   filter of `url-dedup-redis` admits each URL once; `docs/two-tier.md` measures both.
+//!   filter of `url-dedup-redis` admits each URL once; [`docs/two-tier.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/two-tier.md) measures both.
 //!
 //! # Running it
 //!

@@ -286,7 +286,7 @@ impl Builder {
     /// operation for Redis, so its CPU per URL falls with `k` while the filter takes more
     /// memory for the same rate: at 1%, `k = 4` takes about 1.5 bytes per URL, the default
     /// `k = 2` about 2.5 and `k = 1` about 12.7 (a quarter of a `SADD` set of 8-byte hashes).
-    /// See `docs/redis.md`. A filter that exists keeps the `k` it was made with.
+    /// See [`docs/redis.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/redis.md). A filter that exists keeps the `k` it was made with.
     ///
     /// # Examples
     ///

@@ -48,9 +48,9 @@
 //! errors of every process go to one capped Redis stream ([`logger`]), and `--stop` ends them
 //! all. WARC, mirror, traps, budgets, `--similar` and `--status` ([`monitor`]) work the same
 //! in both modes. What a response means is decided by a spider kernel ([`kernel`]): HTML link
-//! following, sitemaps and feeds. See `docs/distributed.md`.
+//! following, sitemaps and feeds. See [`docs/distributed.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/distributed.md).
 //!
-//! See `docs/crawler.md` for the options, output formats and politeness defaults.
+//! See [`docs/crawler.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/crawler.md) for the options, output formats and politeness defaults.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
