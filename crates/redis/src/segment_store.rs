@@ -279,9 +279,9 @@ impl StoreOptions {
         }
     }
 
-    /// How long a batch's token key lives (see [`Uncertain`]): as long as a retry of the batch
-    /// may come, the backoff's budget, and half a minute more. A Redis with many short
-    /// batches holds about 100 bytes per batch of the last this long.
+    /// How long a connection's batch counter key, or a script call's token key, lives after its
+    /// last batch (see [`Uncertain`]): as long as a retry of the batch may come, the backoff's
+    /// budget, and half a minute more.
     pub(crate) fn token_ttl_ms(&self) -> u64 {
         (self.backoff.give_up_after + Duration::from_secs(30)).as_millis() as u64
     }
@@ -1512,7 +1512,16 @@ impl RedisSegmentStore {
         if let Some(known) = &self.known {
             known.clear();
         }
-        Ok(Live { admin, wire })
+        Ok(Live {
+            admin,
+            wire,
+            stamp_key: format!(
+                "{}:conn:{:016x}",
+                self.options.prefix,
+                crate::namespace::random_u64()
+            ),
+            stamp: 0,
+        })
     }
 
     /// Checks that the metadata is still the one this store opened: missing or of another
@@ -1795,7 +1804,8 @@ impl RedisSegmentStore {
     /// known set (items whose bits are all known are left out), grouped by data key, whole
     /// items of at most [`MAX_OPS_PER_COMMAND`] bits per command. Commands are handed to the
     /// socket in pieces, so Redis works on the first ones while later ones are planned.
-    /// With a `token` key, the commands run as one transaction that also sets the token (see
+    /// With a `stamp` (a connection's counter key and this batch's number), the commands run as
+    /// one transaction that also sets the counter to the number (see
     /// [`bitfield_batch`](Self::bitfield_batch)). Returns how many `BITFIELD`s were sent.
     #[allow(clippy::too_many_arguments)] // one batch's state, passed rather than stored
     fn plan_and_send(
@@ -1805,13 +1815,13 @@ impl RedisSegmentStore {
         probes: &[Probe],
         order: &[usize],
         known: Option<&KnownBits>,
-        token: Option<&str>,
+        stamp: Option<(&str, u64)>,
         plan: &mut Plan,
     ) -> redis::RedisResult<usize> {
         self.plan_commands(probes, order, known, plan);
         let mut packed = std::mem::take(&mut plan.packed);
         packed.clear();
-        if token.is_some() {
+        if stamp.is_some() {
             packed.command(1);
             packed.bulk(b"MULTI");
         }
@@ -1822,11 +1832,11 @@ impl RedisSegmentStore {
                 packed.clear();
             }
         }
-        if let Some(token) = token {
+        if let Some((key, number)) = stamp {
             packed.command(5);
             packed.bulk(b"SET");
-            packed.bulk(token.as_bytes());
-            packed.bulk(b"1");
+            packed.bulk(key.as_bytes());
+            packed.bulk_u64(number);
             packed.bulk(b"PX");
             packed.bulk_u64(self.options.token_ttl_ms());
             packed.command(1);
@@ -2083,18 +2093,15 @@ impl RedisSegmentStore {
             plan.items.reserve(probes.len());
             plan.offsets.reserve(probes.len() * k);
             let operation = if set { "check and insert" } else { "contains" };
-            // A writing batch runs as one transaction that also sets a token key: when its
-            // reply is lost, the retry asks whether the token exists. If not, nothing of the
-            // attempt ran (a connection that broke while idle, a server that restarted
-            // between batches) and the retry's answers are exact; only a batch that did run
-            // has answers no one can know, and [`Uncertain`] decides for it alone.
-            let token = set.then(|| {
-                format!(
-                    "{}:batch:{:016x}",
-                    self.options.prefix,
-                    crate::namespace::random_u64()
-                )
-            });
+            // A writing batch runs as one transaction that also sets its connection's counter
+            // key to the batch's number (batches on one connection run one after the other).
+            // When its reply is lost, the retry reads that key: if it does not hold the
+            // number, nothing of the attempt ran (a connection that broke while idle, a server
+            // that restarted between batches) and the retry's answers are exact; only a batch
+            // that did run has answers no one can know, and [`Uncertain`] decides for it
+            // alone. One key per connection, not one per batch: Redis holds a few hundred
+            // bytes per client, however many batches they send.
+            let mut sent: Option<(String, u64)> = None;
             if self.deployment.is_cluster() {
                 // Planned once: the known-bits cache is emptied by a reconnect, but a bit it
                 // left out is set on the server whatever happens to the connection.
@@ -2104,11 +2111,16 @@ impl RedisSegmentStore {
             } else {
                 self.with_connection(operation, |live| {
                     attempts += 1;
-                    if let (Some(token), true, false) = (&token, attempts > 1, ran) {
-                        ran = redis::cmd("EXISTS")
-                            .arg(token)
-                            .query::<bool>(&mut live.admin)?;
+                    if let (Some((key, number)), false) = (&sent, ran) {
+                        let last: Option<u64> =
+                            redis::cmd("GET").arg(key).query(&mut live.admin)?;
+                        ran = last == Some(*number);
                     }
+                    let stamp = set.then(|| {
+                        live.stamp += 1;
+                        (live.stamp_key.clone(), live.stamp)
+                    });
+                    sent.clone_from(&stamp);
                     // Planned afresh by every attempt: a retry runs on a new connection, which
                     // emptied the cache (bits known from a server that restarted would be wrong).
                     // A failed attempt may have left answers behind.
@@ -2120,10 +2132,10 @@ impl RedisSegmentStore {
                         probes,
                         &order,
                         known,
-                        token.as_deref(),
+                        stamp.as_ref().map(|(key, number)| (key.as_str(), *number)),
                         &mut plan,
                     )?;
-                    let received = if token.is_some() {
+                    let received = if stamp.is_some() {
                         live.wire.receive_bitfield_transaction(
                             commands,
                             HEADER_OPS,
@@ -2416,6 +2428,11 @@ impl Plan {
 pub(crate) struct Live {
     pub(crate) admin: Connection,
     wire: Wire,
+    /// This connection's batch counter key (`<prefix>:conn:<random>`): each writing batch's
+    /// transaction sets it to the batch's number (see [`RedisSegmentStore::bitfield_batch`]).
+    stamp_key: String,
+    /// Writing batches sent on this connection.
+    stamp: u64,
 }
 
 /// What [`RedisSegmentStore::with_node_routed`] came to.
