@@ -279,6 +279,42 @@ mod tests {
         }
     }
 
+    /// The one-pass check covers the shapes of real URLs: of the canonical forms of the two
+    /// real URL lists kept with the similarity crate (links from installed documentation and
+    /// crate sources), all but a few take the fast path. Skipped where the lists are absent
+    /// (a published crate). `-- --nocapture` prints the ones it does not prove.
+    #[test]
+    fn real_urls_take_the_fast_path() {
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../similarity/data/");
+        let lists = ["real-urls.txt", "real-urls-rust.txt"]
+            .map(|name| std::fs::read_to_string(format!("{data}{name}")));
+        if lists.iter().any(Result::is_err) {
+            return;
+        }
+        let policy = Policy::default();
+        let canon = crate::Canonicalizer::new(policy.clone());
+        let (mut canonical, mut missed) = (0, Vec::new());
+        for list in lists.iter().flatten() {
+            for url in list.lines() {
+                if let Ok(form) = canon.canonicalize(url) {
+                    canonical += 1;
+                    if !check(&form, &policy) {
+                        missed.push(form.into_owned());
+                    }
+                }
+            }
+        }
+        println!(
+            "{} of {canonical} canonical forms not proven canonical:",
+            missed.len()
+        );
+        for form in &missed {
+            println!("  {form}");
+        }
+        assert!(canonical > 40_000);
+        assert!(missed.len() * 200 < canonical, "{} missed", missed.len());
+    }
+
     #[test]
     fn hosts() {
         let policy = Policy::default();
