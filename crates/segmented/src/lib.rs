@@ -99,29 +99,32 @@
 //! # Performance
 //!
 //! Figures, peers and the commands are in `docs/benchmarks.md` ("url-dedup-segmented"). At 10
-//! million URLs, 1%, per URL, CPU time on a shared 2-core Zen 4, interleaved with the peers in
-//! one run (`URL_DEDUP_BENCH_ROUNDS=21 cargo bench -p url-dedup-benches --bench head_to_head`,
-//! median of 21 rounds, memory slow that day: fastbloom took 230 ns per call, 115 on quiet days):
+//! million URLs, 1%, per URL, CPU time on a shared 2-core Zen VM (32 MiB L3, which holds the
+//! 12 MiB filters), interleaved with the peers in one run
+//! (`URL_DEDUP_BENCH_SIZES=10K,100K,1M,10M URL_DEDUP_BENCH_ROUNDS=9 cargo bench -p url-dedup-benches --bench head_to_head`,
+//! medians of 9 rounds; an insert builds a fresh filter and fills it from empty):
 //!
 //! | | bits/URL | insert | query hit | query miss |
 //! |---|---|---|---|---|
-//! | split, batch, keyed SipHash | 10.17 | 55 ns | 53 ns | 49 ns |
-//! | split, batch, XXH3 | 10.17 | 28 ns | 20 ns | 19 ns |
-//! | split, one at a time, XXH3 | 10.17 | 84 ns | 85 ns | 83 ns |
-//! | scattered, batch, keyed SipHash | 9.97 | 68 ns | 58 ns | 56 ns |
-//! | scattered, one at a time, keyed SipHash | 9.97 | 197 ns | 197 ns | 195 ns |
-//! | fastbloom 0.17 (keyed SipHash), one at a time | 9.59 | 232 ns | 230 ns | 251 ns |
-//! | sbbf-rs 0.2.8 (XXH3, AVX2), one at a time | 10.54 | 78 ns | 76 ns | 77 ns |
+//! | split, batch, keyed SipHash | 10.17 | 27.5 ns | 23.7 ns | 23.1 ns |
+//! | split, batch, XXH3 | 10.17 | 14.8 ns | 8.7 ns | 8.8 ns |
+//! | split, one at a time, XXH3 | 10.17 | 12.5 ns | 27.0 ns | 26.5 ns |
+//! | scattered, batch, keyed SipHash | 9.97 | 33.0 ns | 26.9 ns | 26.2 ns |
+//! | scattered, one at a time, keyed SipHash | 9.97 | 36.6 ns | 50.5 ns | 48.3 ns |
+//! | fastbloom 0.17 (keyed SipHash), one at a time | 9.59 | 35.7 ns | 45.7 ns | 56.2 ns |
+//! | sbbf-rs 0.2.8 (XXH3, AVX2), one at a time | 10.54 | 11.4 ns | 25.2 ns | 25.2 ns |
 //!
 //! Use the batch methods whenever URLs come in groups (a fetched page's links): with keyed
-//! SipHash and split segments 4.0–5.1x the speed of fastbloom's single calls in this run (less
-//! when memory is quick, since batches hide the latency that bounds fastbloom), and with XXH3
-//! 2.7–3.6x that of sbbf-rs. One call at a time the keyed hash dominates: the core cannot begin
-//! the next call's memory access while ~250 instructions of SipHash are in flight, so a single
-//! call costs about what one of fastbloom's does. A thread that owns its filter should insert
-//! through [`check_and_insert_mut`](SegmentedBloomFilter::check_and_insert_mut) or
+//! SipHash and split segments 1.9–2.4x the speed of fastbloom's single calls on queries and
+//! 1.3x on inserts in this run, and with XXH3 2.8–3.0x that of sbbf-rs on queries (more when
+//! memory is slow, since batches hide the latency that bounds single calls). One call at a
+//! time the keyed hash dominates, about 13 ns of a URL's: a single call costs about what one of
+//! fastbloom's does (0.9–1.2x at 10M, 0.85–1.39x from 10K to 1M items). A thread that owns its
+//! filter should insert through
+//! [`check_and_insert_mut`](SegmentedBloomFilter::check_and_insert_mut) or
 //! [`check_and_insert_batch_mut`](SegmentedBloomFilter::check_and_insert_batch_mut): no lock,
-//! so consecutive inserts' cache misses overlap.
+//! so consecutive inserts' cache misses overlap. Building a filter takes microseconds (the
+//! sizing of recent layouts is remembered per thread), so thousands of small shards are cheap.
 //!
 //! # Unsafe code
 //!
