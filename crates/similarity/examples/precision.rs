@@ -174,7 +174,16 @@ fn report(links: &[Link]) {
             )),
         ),
         (
-            "`Crawler`, per-feature sizing (the default)",
+            "`Crawler`, blocked sizing (the default)",
+            Some((
+                Preset::Crawler.features(),
+                RegionSizing::Blocked,
+                FeatureHash::Md5,
+                true,
+            )),
+        ),
+        (
+            "`Crawler`, per-feature sizing",
             Some((
                 Preset::Crawler.features(),
                 RegionSizing::PerFeature,
