@@ -75,7 +75,7 @@
 //! that should not allocate per URL.
 //!
 //! Measured with `cargo bench -p url-dedup-benches --bench canon` (two runs, ratios within
-//! each run; figures in `docs/benchmarks.md`): on already-canonical URLs 3.6–3.7 times the
+//! each run; figures in [`docs/benchmarks.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/benchmarks.md)): on already-canonical URLs 3.6–3.7 times the
 //! rate of a bare `url::Url::parse`, on messy ones 0.60–0.61 of it, and faster than the
 //! `urlnorm` crate on both.
 //!

@@ -1,4 +1,4 @@
-//! The deduplication loop: inputs are read and canonicalized on every core (see
+//! The deduplication loop: inputs are read, canonicalized and hashed on every core (see
 //! [`pipeline`]), then each block is decided in input order with one call, printed,
 //! explained, and journaled.
 
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use url_dedup::canon::{Canonicalizer, Policy, TrailingSlash};
+use url_dedup::canon::{Policy, TrailingSlash};
 use url_dedup::similarity::Preset;
 use url_dedup::{Decision, FilterKind, Outcome, UrlDedup};
 
@@ -37,13 +37,6 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     refuse_switches_with_a_convention(&args)?;
     let input_bytes = input_size(&sources);
     let mut builder = builder(&args, estimated_lines(&sources));
-    if args.state.is_none() {
-        // Keys reach the deduplicator canonical already: the workers canonicalized them
-        // under the same policy. A state file records the deduplicator's policy, so with one
-        // it keeps its own (and proves each key canonical again, quickly); without one
-        // nothing records it, and the keys are decided as they are.
-        builder = builder.no_canonicalization();
-    }
     if let Some(key) = hash_key(&args)? {
         builder = builder.hash_key(key);
     }
@@ -83,7 +76,9 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let mut results = pipeline::start(Plan {
         sources,
         max_len: args.max_len,
-        canonicalizer: (!args.raw).then(|| Canonicalizer::new(policy(&args))),
+        // The workers canonicalize and hash as the deduplicator would: it is left only the
+        // probes, on the one thread that decides in input order.
+        preparer: dedup.preparer(),
         workers: workers(),
     });
     // Where the current input is: its index, the line number of the next line, and the bytes
@@ -308,16 +303,16 @@ impl<O: Write, X: Write> Emitter<O, X> {
                 && keys.len() < BATCH_LINES
             {
                 if let Entry::Text(range, key) = entry
-                    && let Some(key) = parsed.key(range, key)
+                    && let Some(prepared) = parsed.key(range, key)
                 {
-                    keys.push(key);
+                    keys.push(prepared);
                 }
                 end += 1;
             }
             let decided = if keys.is_empty() {
                 Vec::new()
             } else {
-                dedup.check_and_insert_batch_bytes(keys.iter().copied())
+                dedup.check_and_insert_prepared(keys.iter().copied())
             };
             let new_before = self.stats.new;
             let flow = self.emit(
@@ -676,6 +671,7 @@ fn progress_bar(args: &Args, input_bytes: Option<u64>) -> Option<ProgressBar> {
 mod tests {
     use super::*;
     use crate::lines::{Block, BlockReader, Line};
+    use url_dedup::canon::Canonicalizer;
 
     /// Decides the one text line of `parsed` (given raw, with no canonicalizer) through a
     /// canonicalizing deduplicator, as the command did before it had workers.
@@ -702,13 +698,13 @@ mod tests {
     }
 
     /// A block of `text`, split and canonicalized as the workers do, with `--max-len` 8192.
-    fn parsed(text: &[u8]) -> Parsed {
+    fn parsed(text: &[u8], dedup: &UrlDedup) -> Parsed {
         let block = Block {
             bytes: text.to_vec(),
             at_start: true,
             ..Block::default()
         };
-        Parsed::new(0, block, 8192, Some(&Canonicalizer::default()))
+        Parsed::new(0, block, 8192, &dedup.preparer())
     }
 
     #[test]
@@ -718,7 +714,7 @@ mod tests {
             b"https://a.example/\n\nhttps://A.example\nhttps://\xff.example/\n/relative\n".to_vec();
         text.extend([b'x'; 9_000]);
         text.extend(b"\n\0\nhttps://b.example/\n");
-        let parsed = parsed(&text);
+        let parsed = parsed(&text, &dedup);
         assert_eq!(parsed.entries.len(), 8);
         let mut emit = emitter();
         assert_eq!(
@@ -757,7 +753,7 @@ mod tests {
                 text.push_str("nonsense\n");
             }
         }
-        let parsed = parsed(text.as_bytes());
+        let parsed = parsed(text.as_bytes(), &dedup);
         let mut emit = emitter();
         assert_eq!(emit.decide(&dedup, "in", 101, &parsed, None), Ok(Flow::Go));
         assert_eq!(String::from_utf8(emit.out).unwrap().lines().count(), 2_000);
@@ -782,9 +778,11 @@ mod tests {
 
     #[test]
     fn a_failed_store_stops_at_its_first_line_after_writing_the_lines_before() {
-        let parsed =
-            parsed(b"https://a.example/\nnonsense\nhttps://b.example/\nhttps://c.example/\n");
         let dedup = UrlDedup::builder().build().unwrap();
+        let parsed = parsed(
+            b"https://a.example/\nnonsense\nhttps://b.example/\nhttps://c.example/\n",
+            &dedup,
+        );
         let decide = |url: &'static [u8]| dedup.check_and_insert_batch_bytes([url]).remove(0);
         let store_failed = || Err(url_dedup::Error::Store("server went away".into()));
         let mut emit = emitter();
@@ -834,7 +832,7 @@ mod tests {
             shown: Shown::Line,
             stats: Stats::default(),
         };
-        let parsed = parsed(b"https://a.example/\nhttps://b.example/\n");
+        let parsed = parsed(b"https://a.example/\nhttps://b.example/\n", &dedup);
         assert_eq!(
             emit.decide(&dedup, "-", 1, &parsed, None),
             Ok(Flow::PipeClosed)
@@ -894,6 +892,13 @@ mod tests {
         let mut policy = Policy::default();
         policy.max_len = MAX_LEN;
         let canon = Canonicalizer::new(policy);
+        // Splits lines without canonicalizing: `dedup_line` gives each line to the
+        // deduplicator whole.
+        let raw = UrlDedup::builder()
+            .no_canonicalization()
+            .build()
+            .unwrap()
+            .preparer();
         for seed in 0..40 {
             let input = random_input(seed, 400);
             // One line at a time, through a deduplicator that canonicalizes.
@@ -925,7 +930,7 @@ mod tests {
                         ..Block::default()
                     },
                     MAX_LEN,
-                    None,
+                    &raw,
                 );
                 let decided = dedup_line(&one_by_one, &one);
                 emit.emit(("in", number), &one, &one.entries, decided, None)
@@ -933,17 +938,18 @@ mod tests {
             }
             let want = outcome(emit);
 
-            // Blocks of random sizes, canonicalized apart, decided on the canonical forms.
+            // Blocks of random sizes, canonicalized and hashed apart, decided on the canonical
+            // forms and their digests.
             let blocks = UrlDedup::builder()
                 .hash_key(key)
-                .no_canonicalization()
+                .canonicalization(canon.policy().clone())
                 .build()
                 .unwrap();
             let mut emit = emitter();
             let mut reader = BlockReader::new(&input[..], false, 1 + seed as usize * 37, MAX_LEN);
             let mut number = 1;
             while let Some(block) = reader.next_block().unwrap() {
-                let parsed = Parsed::new(0, block, MAX_LEN, Some(&canon));
+                let parsed = Parsed::new(0, block, MAX_LEN, &blocks.preparer());
                 emit.decide(&blocks, "in", number, &parsed, None).unwrap();
                 number += parsed.entries.len() as u64;
             }

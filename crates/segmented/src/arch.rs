@@ -10,7 +10,7 @@
 //!   six instructions per lane to test eight lanes; AVX2 does all eight in about a dozen, which
 //!   is what lets one call at a time keep pace with sbbf-rs.
 //!
-//! Both are measured in `docs/benchmarks.md`. Every kernel has a portable twin, used on other
+//! Both are measured in [`docs/benchmarks.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/benchmarks.md). Every kernel has a portable twin, used on other
 //! CPUs and checked against the AVX2 one by the tests below.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

@@ -534,11 +534,62 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
         out
     }
 
+    /// [`check_and_insert_batch`](Self::check_and_insert_batch) for digests computed
+    /// beforehand with [`hash`](Self::hash), for instance on other threads: the same answers
+    /// and bits as for the items they are digests of, with the cache misses overlapped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_segmented::SegmentedBloomFilter::builder().expected_items(100).build()?;
+    /// let digests = [f.hash("a"), f.hash("b"), f.hash("a")];
+    /// assert_eq!(f.check_and_insert_digests(&digests), [true, true, false]);
+    /// assert!(f.contains("b"));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn check_and_insert_digests(&self, digests: &[Digest]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(digests.len());
+        pipelined_by(
+            &mut &*self,
+            digests,
+            |_, &d| d,
+            |f, p| out.push(f.store.check_and_insert(p)),
+        );
+        out
+    }
+
+    /// [`contains_batch`](Self::contains_batch) for digests computed with
+    /// [`hash`](Self::hash).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_segmented::SegmentedBloomFilter::builder().expected_items(100).build()?;
+    /// f.insert("a");
+    /// assert_eq!(f.contains_digests(&[f.hash("a"), f.hash("b")]), [true, false]);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn contains_digests(&self, digests: &[Digest]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(digests.len());
+        pipelined_by(
+            &mut &*self,
+            digests,
+            |_, &d| d,
+            |f, p| out.push(f.store.contains(p)),
+        );
+        out
+    }
+
     /// Hashes a chunk of items into `probes` and requests each one's segment.
     #[inline]
-    fn locate_chunk<I: AsRef<[u8]>>(&self, chunk: &[I], probes: &mut [Probe; CHUNK]) -> usize {
+    fn locate_chunk<T>(
+        &self,
+        chunk: &[T],
+        digest: impl Fn(&H, &T) -> Digest,
+        probes: &mut [Probe; CHUNK],
+    ) -> usize {
         for (probe, item) in probes.iter_mut().zip(chunk) {
-            *probe = self.layout.probe(self.hasher.hash(item.as_ref()));
+            *probe = self.layout.probe(digest(&self.hasher, item));
             self.store.prefetch(probe.segment);
         }
         chunk.len().min(CHUNK)
@@ -666,21 +717,34 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
 /// overlap instead of following one another. `filter` is `&mut &SegmentedBloomFilter` for the
 /// shared paths and `&mut SegmentedBloomFilter` for the exclusive one.
 #[inline]
-fn pipelined<F, H, I>(filter: &mut F, items: &[I], mut apply: impl FnMut(&mut F, Probe))
+fn pipelined<F, H, I>(filter: &mut F, items: &[I], apply: impl FnMut(&mut F, Probe))
 where
     F: std::borrow::Borrow<SegmentedBloomFilter<H, MemoryStore>>,
     H: ItemHasher,
     I: AsRef<[u8]>,
 {
+    pipelined_by(filter, items, |h, i| h.hash(i.as_ref()), apply);
+}
+
+/// [`pipelined`] for items that `digest` turns into digests (items, or digests already).
+fn pipelined_by<F, H, T>(
+    filter: &mut F,
+    items: &[T],
+    digest: impl Fn(&H, &T) -> Digest + Copy,
+    mut apply: impl FnMut(&mut F, Probe),
+) where
+    F: std::borrow::Borrow<SegmentedBloomFilter<H, MemoryStore>>,
+    H: ItemHasher,
+{
     let mut ready = [Probe::default(); CHUNK];
     let mut next = [Probe::default(); CHUNK];
     let mut chunks = items.chunks(CHUNK);
     let mut ready_len = match chunks.next() {
-        Some(chunk) => filter.borrow().locate_chunk(chunk, &mut ready),
+        Some(chunk) => filter.borrow().locate_chunk(chunk, digest, &mut ready),
         None => return,
     };
     for chunk in chunks {
-        let next_len = filter.borrow().locate_chunk(chunk, &mut next);
+        let next_len = filter.borrow().locate_chunk(chunk, digest, &mut next);
         ready[..ready_len].iter().for_each(|&p| apply(filter, p));
         std::mem::swap(&mut ready, &mut next);
         ready_len = next_len;

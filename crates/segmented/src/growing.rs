@@ -652,7 +652,11 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// ```
     pub fn check_and_insert_batch<I: AsRef<[u8]>>(&self, items: &[I]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        self.pipelined(items, |d| out.push(self.check_and_insert_digest(d)));
+        self.pipelined(
+            items,
+            |h, i| h.hash(i.as_ref()),
+            |d| out.push(self.check_and_insert_digest(d)),
+        );
         out
     }
 
@@ -669,22 +673,72 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// ```
     pub fn contains_batch<I: AsRef<[u8]>>(&self, items: &[I]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        self.pipelined(items, |d| out.push(self.contains_digest(d)));
+        self.pipelined(
+            items,
+            |h, i| h.hash(i.as_ref()),
+            |d| out.push(self.contains_digest(d)),
+        );
         out
     }
 
-    /// Calls `apply` on the digest of every item, in order, with the segments of one chunk
-    /// requested from memory (in every layer) while the previous chunk is applied.
-    fn pipelined<I: AsRef<[u8]>>(&self, items: &[I], mut apply: impl FnMut(Digest)) {
+    /// [`check_and_insert_batch`](Self::check_and_insert_batch) for digests computed
+    /// beforehand with [`hash`](Self::hash), for instance on other threads: the same answers
+    /// and bits as for the items they are digests of, with the cache misses overlapped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_segmented::GrowingFilter::builder().build()?;
+    /// let digests = [f.hash("a"), f.hash("b"), f.hash("a")];
+    /// assert_eq!(f.check_and_insert_digests(&digests), [true, true, false]);
+    /// assert!(f.contains("b"));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn check_and_insert_digests(&self, digests: &[Digest]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(digests.len());
+        self.pipelined(
+            digests,
+            |_, &d| d,
+            |d| out.push(self.check_and_insert_digest(d)),
+        );
+        out
+    }
+
+    /// [`contains_batch`](Self::contains_batch) for digests computed with
+    /// [`hash`](Self::hash).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_segmented::GrowingFilter::builder().build()?;
+    /// f.check_and_insert("a");
+    /// assert_eq!(f.contains_digests(&[f.hash("a"), f.hash("b")]), [true, false]);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn contains_digests(&self, digests: &[Digest]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(digests.len());
+        self.pipelined(digests, |_, &d| d, |d| out.push(self.contains_digest(d)));
+        out
+    }
+
+    /// Calls `apply` on the digest of every item (as `digest` computes it), in order, with the
+    /// segments of one chunk requested from memory (in every layer) while the previous chunk
+    /// is applied.
+    fn pipelined<T>(
+        &self,
+        items: &[T],
+        digest: impl Fn(&H, &T) -> Digest + Copy,
+        mut apply: impl FnMut(Digest),
+    ) {
         let mut ready = [Digest::default(); CHUNK];
         let mut next = [Digest::default(); CHUNK];
         let mut chunks = items.chunks(CHUNK);
         let mut ready_len = match chunks.next() {
-            Some(chunk) => self.locate_chunk(chunk, &mut ready),
+            Some(chunk) => self.locate_chunk(chunk, digest, &mut ready),
             None => return,
         };
         for chunk in chunks {
-            let next_len = self.locate_chunk(chunk, &mut next);
+            let next_len = self.locate_chunk(chunk, digest, &mut next);
             ready[..ready_len].iter().for_each(|&d| apply(d));
             std::mem::swap(&mut ready, &mut next);
             ready_len = next_len;
@@ -692,12 +746,17 @@ impl<H: ItemHasher> GrowingFilter<H> {
         ready[..ready_len].iter().for_each(|&d| apply(d));
     }
 
-    fn locate_chunk<I: AsRef<[u8]>>(&self, chunk: &[I], digests: &mut [Digest; CHUNK]) -> usize {
+    fn locate_chunk<T>(
+        &self,
+        chunk: &[T],
+        digest: impl Fn(&H, &T) -> Digest,
+        digests: &mut [Digest; CHUNK],
+    ) -> usize {
         let layers = self.live_layers();
-        for (digest, item) in digests.iter_mut().zip(chunk) {
-            *digest = self.hash(item);
+        for (d, item) in digests.iter_mut().zip(chunk) {
+            *d = digest(&self.hasher, item);
             for layer in layers.clone().rev() {
-                layer.store.prefetch(layer.probe(*digest).segment);
+                layer.store.prefetch(layer.probe(*d).segment);
             }
         }
         chunk.len().min(CHUNK)

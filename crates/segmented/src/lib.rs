@@ -98,7 +98,7 @@
 //!
 //! # Performance
 //!
-//! Figures, peers and the commands are in `docs/benchmarks.md` ("url-dedup-segmented"). At 10
+//! Figures, peers and the commands are in [`docs/benchmarks.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/benchmarks.md) ("url-dedup-segmented"). At 10
 //! million URLs, 1%, per URL, CPU time on a shared 2-core Zen VM (32 MiB L3, which holds the
 //! 12 MiB filters), interleaved with the peers in one run
 //! (`URL_DEDUP_BENCH_SIZES=10K,100K,1M,10M URL_DEDUP_BENCH_ROUNDS=9 cargo bench -p url-dedup-benches --bench head_to_head`,
@@ -130,7 +130,7 @@
 //!
 //! One private module, `arch`, with a `// SAFETY:` note at each use: the batch path's
 //! `PREFETCHT0` hint (`_mm_prefetch`, an `unsafe` intrinsic; measured against a plain load first,
-//! `docs/decisions.md`) and the AVX2 kernels of split 512-bit segments, run only after
+//! [`docs/decisions.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/decisions.md)) and the AVX2 kernels of split 512-bit segments, run only after
 //! `is_x86_feature_detected!("avx2")`, each with a portable twin that a property test compares
 //! it with. Queries read a segment that other threads may be writing with four 16-byte aligned
 //! vector loads in `asm!`, which the x86 manuals make atomic, so they behave as relaxed atomic

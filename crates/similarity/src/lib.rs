@@ -42,7 +42,7 @@
 //! * **Keyed MD5 by default.** Plain MD5 positions are public, so anyone can pick URLs that
 //!   set chosen bits and make a crawler skip real pages. A random 16-byte key is absorbed
 //!   before each value (`MD5(key ‖ value)`). [`FeatureHash::SipHash13`] swaps MD5 for the
-//!   workspace's keyed SipHash-1-3, which is faster (see `docs/benchmarks.md`).
+//!   workspace's keyed SipHash-1-3, which is faster (see [`docs/benchmarks.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/benchmarks.md)).
 //! * **Regions sized per feature, one cache line per value.** The document computes
 //!   `M = -k ln P / (ln 2)^2` bits ([`url_dedup_bloom::sizing::optimal_bits`]), splits them
 //!   into `F` regions of `N = M / F` bits and sets one bit per value; `P` then bounds only URLs
@@ -67,7 +67,7 @@
 //!   to the site, directory or path and adds query keys, path templates and extensions; it
 //!   folds URLs that differ only in presentation parameters (`?ref=rss`, `?sort=name`) and
 //!   keeps pages told apart by any other parameter, words included (`?ring=caern`).
-//!   `docs/similarity.md` has the measured table, including its memory cost (seven regions:
+//!   [`docs/similarity.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/similarity.md) has the measured table, including its memory cost (seven regions:
 //!   70 bits per URL at 1% with blocked regions, 67 with classic ones).
 //! * **Explained verdicts**: [`Verdict`] carries which features matched;
 //!   [`SimilarityFilter::explain`] names them.
@@ -78,7 +78,7 @@
 //!
 //! One hash per feature per URL, and with the default [`RegionSizing::Blocked`] one memory
 //! access per feature: measured with `cargo bench -p url-dedup-benches --bench similarity`
-//! (`docs/benchmarks.md`), at 100,000 URLs and 1% the document's preset costs 2.3 times a bare
+//! ([`docs/benchmarks.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/benchmarks.md)), at 100,000 URLs and 1% the document's preset costs 2.3 times a bare
 //! `url::Url::parse` of the same URL, the crawler preset 5.4 times with MD5 and 1.6 times with
 //! [`FeatureHash::SipHash13`]; at a million URLs and one in a billion the crawler preset with
 //! SipHash costs 6.6 times the workspace's exact growing filter, where classic regions

@@ -25,7 +25,7 @@ pub enum Preset {
     /// Exactly the four features of document 004: site `u1`, depth `n`, first directory `u2`
     /// and last page `un`, each compared against every URL seen so far, on any site.
     ///
-    /// Measured in `docs/similarity.md`: it folds many genuinely different pages, because a
+    /// Measured in [`docs/similarity.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/similarity.md): it folds many genuinely different pages, because a
     /// URL is "similar" as soon as each of its four values was seen *somewhere*.
     Document004,
     /// The recommended crawler preset: the document's features scoped to the site, plus what

@@ -4,6 +4,7 @@ use std::io::{Read, Write};
 use std::sync::{Mutex, MutexGuard};
 
 use url_dedup_bloom::HashKey;
+use url_dedup_bloom::hash::Digest;
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params, SnapshotError};
 use url_dedup_canon::{Canonicalizer, Policy};
 #[cfg(feature = "similarity")]
@@ -12,7 +13,7 @@ use url_dedup_similarity::{FeatureHash, Preset, SimilarityFilter};
 #[cfg(feature = "similarity")]
 use crate::Explanation;
 use crate::exact::Exact;
-use crate::{Error, FilterKind, Outcome};
+use crate::{Error, FilterKind, KeyDigest, Outcome, Preparer};
 
 /// One URL's outcome and the canonical form it was decided on, or why it could not be
 /// decided: an item of the batch methods' answers, such as
@@ -59,7 +60,8 @@ const STATE_LAYOUT: u16 = 2;
 /// # Ok::<(), url_dedup::Error>(())
 /// ```
 pub struct UrlDedup {
-    canonicalizer: Option<Canonicalizer>,
+    /// Canonicalizes and hashes as this deduplicator does; holds its canonicalizer.
+    preparer: Preparer,
     exact: Exact,
     #[cfg(feature = "similarity")]
     similarity: Option<Mutex<SimilarityFilter>>,
@@ -405,7 +407,7 @@ impl Builder {
         };
         let config = self.config_text();
         Ok(UrlDedup {
-            canonicalizer: self.policy.map(Canonicalizer::new),
+            preparer: Preparer::new(self.policy.map(Canonicalizer::new), exact.key()),
             exact,
             #[cfg(feature = "similarity")]
             similarity,
@@ -539,7 +541,7 @@ impl Builder {
             ));
         }
         Ok(UrlDedup {
-            canonicalizer: self.policy.map(Canonicalizer::new),
+            preparer: Preparer::new(self.policy.map(Canonicalizer::new), exact.key()),
             exact,
             #[cfg(feature = "similarity")]
             similarity,
@@ -733,7 +735,7 @@ impl UrlDedup {
     {
         let canonical = items
             .into_iter()
-            .map(|item| match &self.canonicalizer {
+            .map(|item| match &self.preparer.canonicalizer {
                 None => Ok(Cow::Borrowed(item)),
                 Some(c) => {
                     let text = std::str::from_utf8(item).map_err(|_| Error::NotUtf8)?;
@@ -745,6 +747,74 @@ impl UrlDedup {
             })
             .collect();
         self.decide_batch(canonical, |c: &Cow<'a, [u8]>| c)
+    }
+
+    /// Canonicalizes and hashes as this deduplicator does, on any thread: the part of a
+    /// URL's cost that does not depend on the order of decisions. See [`Preparer`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dedup = url_dedup::UrlDedup::builder().build()?;
+    /// let preparer = dedup.preparer();
+    /// let prepared = std::thread::spawn(move || preparer.prepare(b"HTTPS://example.com").map(|(k, d)| (k.into_owned(), d)))
+    ///     .join()
+    ///     .unwrap()?;
+    /// let decided = dedup.check_and_insert_prepared([(&prepared.0[..], prepared.1)]);
+    /// assert!(decided[0].as_ref().unwrap().0.is_new());
+    /// assert!(!dedup.check_and_insert("https://example.com/")?.is_new());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn preparer(&self) -> Preparer {
+        self.preparer.clone()
+    }
+
+    /// [`check_and_insert_batch_bytes`](Self::check_and_insert_batch_bytes) for keys a
+    /// [`Preparer`] of this deduplicator made, each with its digest: only the filter's probes
+    /// are left to do, with one call for the batch. A digest made by another deduplicator's
+    /// preparer is not trusted: its key is hashed again. Each key comes back borrowed.
+    ///
+    /// # Errors
+    ///
+    /// Per item, as [`check_and_insert_batch_canonical`](Self::check_and_insert_batch_canonical)
+    /// (canonicalization errors were [`Preparer::prepare`]'s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dedup = url_dedup::UrlDedup::builder().build()?;
+    /// let p = dedup.preparer();
+    /// let a = p.prepare(b"https://example.com/a")?;
+    /// let b = p.prepare(b"https://example.com/A")?;
+    /// let decided = dedup.check_and_insert_prepared([(&*a.0, a.1), (&*b.0, b.1), (&*a.0, a.1)]);
+    /// let new: Vec<bool> = decided.iter().map(|r| r.as_ref().unwrap().0.is_new()).collect();
+    /// assert_eq!(new, [true, true, false]);
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn check_and_insert_prepared<'a, I>(&self, items: I) -> Vec<Decision<Cow<'a, [u8]>>>
+    where
+        I: IntoIterator<Item = (&'a [u8], KeyDigest)>,
+    {
+        let (keys, digests): (Vec<&'a [u8]>, Vec<Digest>) = items
+            .into_iter()
+            .map(|(key, digest)| (key, self.preparer.digest_of(key, digest)))
+            .unzip();
+        let answers = self
+            .exact
+            .check_and_insert_digests(&keys, &digests)
+            .map_err(|e| (e.is_reset(), e.to_string()));
+        keys.into_iter()
+            .enumerate()
+            .map(|(i, key)| {
+                let new = match &answers {
+                    Ok(answers) => *answers
+                        .get(i)
+                        .ok_or_else(|| Error::Store("missing answer".into()))?,
+                    Err(failure) => return Err(batch_error(failure)),
+                };
+                Ok((self.after_exact(new, key), Cow::Borrowed(key)))
+            })
+            .collect()
     }
 
     /// Decides canonical forms with one call to the exact filter, in order; items that
@@ -858,7 +928,7 @@ impl UrlDedup {
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     pub fn canonicalize<'a>(&self, url: &'a str) -> Result<Cow<'a, str>, Error> {
-        match &self.canonicalizer {
+        match &self.preparer.canonicalizer {
             Some(c) => Ok(c.canonicalize(url)?),
             None => Ok(Cow::Borrowed(url)),
         }
@@ -872,7 +942,10 @@ impl UrlDedup {
             return Outcome::Duplicate;
         }
         #[cfg(feature = "similarity")]
-        if let (Some(sim), Ok(canonical)) = (&self.similarity, std::str::from_utf8(canonical)) {
+        // Only with a similarity filter: checking UTF-8 costs a pass over every new key.
+        if let Some(sim) = &self.similarity
+            && let Ok(canonical) = std::str::from_utf8(canonical)
+        {
             let mut sim = lock(sim);
             let verdict = sim.check_and_insert(canonical);
             if verdict.is_similar() {
@@ -1023,7 +1096,7 @@ fn lock(m: &Mutex<SimilarityFilter>) -> MutexGuard<'_, SimilarityFilter> {
 impl std::fmt::Debug for UrlDedup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("UrlDedup");
-        d.field("canonicalizer", &self.canonicalizer)
+        d.field("canonicalizer", &self.preparer.canonicalizer)
             .field("exact", &self.exact);
         #[cfg(feature = "similarity")]
         d.field("similarity", &self.similarity.is_some());

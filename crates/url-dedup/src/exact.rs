@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 
 #[cfg(feature = "redis")]
 use url_dedup_bloom::SipHash13;
+use url_dedup_bloom::hash::Digest;
 use url_dedup_bloom::snapshot::Limits;
 use url_dedup_bloom::{AtomicBloomFilter, HashKey};
 use url_dedup_segmented::{GrowingFilter, SegmentedBloomFilter};
@@ -163,6 +164,42 @@ impl Exact {
     }
 
     /// One answer per item, in order; Redis answers the whole batch in one round trip.
+    /// [`check_and_insert_batch`](Self::check_and_insert_batch) with each key's digest made
+    /// beforehand under this filter's key. Redis hashes the keys again: next to a round trip
+    /// the hash costs nothing.
+    pub(crate) fn check_and_insert_digests(
+        &self,
+        #[cfg_attr(not(feature = "redis"), allow(unused_variables))] keys: &[&[u8]],
+        digests: &[Digest],
+    ) -> Result<Vec<bool>, Error> {
+        Ok(match self {
+            Self::Classic(f) => digests
+                .iter()
+                .map(|&d| f.check_and_insert_digest(d))
+                .collect(),
+            Self::Segmented(f) => f.check_and_insert_digests(digests),
+            Self::Growing(f) => f.check_and_insert_digests(digests),
+            Self::Fingerprints(f) => digests
+                .iter()
+                .map(|&d| f.check_and_insert_digest(d))
+                .collect(),
+            #[cfg(feature = "redis")]
+            Self::Redis(f) => f.try_check_and_insert_batch(keys)?,
+        })
+    }
+
+    /// The key every digest of this filter is made with.
+    pub(crate) fn key(&self) -> HashKey {
+        match self {
+            Self::Classic(f) => f.key(),
+            Self::Segmented(f) => f.key(),
+            Self::Growing(f) => f.key(),
+            Self::Fingerprints(f) => f.key(),
+            #[cfg(feature = "redis")]
+            Self::Redis(f) => f.key(),
+        }
+    }
+
     pub(crate) fn contains_batch(&self, items: &[&[u8]]) -> Result<Vec<bool>, Error> {
         Ok(match self {
             Self::Classic(f) => items.iter().map(|i| f.contains(i)).collect(),

@@ -88,7 +88,12 @@ impl FingerprintSet {
     }
 
     pub(crate) fn check_and_insert(&self, item: &[u8]) -> bool {
-        let fp = fingerprint(self.hasher.hash(item));
+        self.check_and_insert_digest(self.hasher.hash(item))
+    }
+
+    /// For a digest of the key made under this set's hash key.
+    pub(crate) fn check_and_insert_digest(&self, digest: Digest) -> bool {
+        let fp = fingerprint(digest);
         self.shard(fp).insert(fp)
     }
 

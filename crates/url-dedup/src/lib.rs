@@ -7,11 +7,13 @@ mod error;
 mod exact;
 mod fingerprints;
 mod outcome;
+mod prepare;
 
 pub use dedup::{Builder, Decision, UrlDedup};
 pub use error::Error;
 pub use exact::FilterKind;
 pub use outcome::{Explanation, Outcome};
+pub use prepare::{KeyDigest, Preparer};
 
 /// The classic Bloom filter and the shared sizing, hashing and snapshot code
 /// (crate `url-dedup-bloom`).

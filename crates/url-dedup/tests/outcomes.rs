@@ -215,6 +215,67 @@ proptest! {
         let seq: Vec<_> = urls.iter().map(|u| show(b.check_and_insert_canonical(u))).collect();
         prop_assert_eq!(batch, seq);
     }
+
+    /// Keys canonicalized and hashed on other threads are decided exactly as the same lines
+    /// given to the deduplicator whole, by every exact filter, with or without similarity.
+    #[test]
+    fn prepared_batch_equals_bytes_batch(
+        urls in prop::collection::vec("(https|HTTPS|ftp)://[a-c]\\.(example|EXAMPLE)/[a-d]{0,3}(\\?[a-c]=[0-9])?(#x)?", 0..50),
+        similar in any::<bool>(),
+        kind in prop::sample::select(vec![FilterKind::Growing, FilterKind::Segmented, FilterKind::Classic, FilterKind::Exact]),
+        canonical in any::<bool>(),
+    ) {
+        let key = HashKey::from_bytes([3; 16]);
+        let build = || {
+            let b = UrlDedup::builder().expected_urls(1_000).hash_key(key).filter(kind);
+            let b = if canonical { b } else { b.no_canonicalization() };
+            if similar { b.similarity(Preset::Crawler) } else { b }.build().unwrap()
+        };
+        let (a, b) = (build(), build());
+        let show = |r: Result<(Outcome, std::borrow::Cow<'_, [u8]>), Error>| match r {
+            Ok((outcome, key)) => Ok((outcome, key.into_owned())),
+            Err(e) => Err(e.to_string()),
+        };
+        let preparer = a.preparer();
+        let prepared = std::thread::scope(|s| {
+            s.spawn(|| urls.iter().map(|u| preparer.prepare(u.as_bytes())).collect::<Vec<_>>())
+                .join()
+                .unwrap()
+        });
+        let mut from_prepared = Vec::new();
+        let ok: Vec<_> = prepared.iter().filter_map(|p| p.as_ref().ok()).collect();
+        let mut decided = a.check_and_insert_prepared(ok.iter().map(|(k, d)| (&**k, *d))).into_iter();
+        for p in &prepared {
+            from_prepared.push(match p {
+                Ok(_) => show(decided.next().unwrap()),
+                Err(e) => Err(e.to_string()),
+            });
+        }
+        let whole: Vec<_> = b
+            .check_and_insert_batch_bytes(urls.iter().map(|u| u.as_bytes()))
+            .into_iter()
+            .map(show)
+            .collect();
+        prop_assert_eq!(from_prepared, whole);
+    }
+}
+
+/// A digest made under another deduplicator's key is not used as it is: the key is hashed
+/// again, so a mix-up of preparers costs time, never a wrong answer.
+#[test]
+fn a_digest_from_another_deduplicator_is_not_trusted() {
+    let a = UrlDedup::builder().expected_urls(1_000).build().unwrap();
+    let b = UrlDedup::builder().expected_urls(1_000).build().unwrap();
+    let (key, digest) = b.preparer().prepare(b"https://example.com/x").unwrap();
+    assert!(
+        a.check_and_insert_prepared([(&*key, digest)])[0]
+            .as_ref()
+            .unwrap()
+            .0
+            .is_new()
+    );
+    // Had `a` used b's digest, its bits would be b's positions, not those of the key.
+    assert!(a.contains("https://example.com/x").unwrap());
 }
 
 /// A state written without canonicalization holds raw lines; read by a canonicalizing run it

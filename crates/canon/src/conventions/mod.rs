@@ -10,7 +10,7 @@
 //! | `ia` | the Internet Archive's default canonicalizer (`surt` package) | [`surt`] |
 //! | `surt` | SURT keys of CDX indexes (`surt.surt`) | [`surt`] |
 //!
-//! `docs/canonicalization.md` tables each against its source and lists every published test
+//! [`docs/canonicalization.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/canonicalization.md) tables each against its source and lists every published test
 //! vector a convention does not reproduce, with the reason.
 
 use std::fmt;

@@ -1,7 +1,7 @@
 //! The threads of a run. One thread reads the inputs in blocks of whole lines; workers split
-//! each block into lines and canonicalize them, on every core; the caller receives the
-//! results in input order and decides them (the filter's answers depend on the order, so
-//! deciding stays on one thread, where it is one batched call per block).
+//! each block into lines, canonicalize them and hash their keys, on every core; the caller
+//! receives the results in input order and decides them (the filter's answers depend on the
+//! order, so deciding stays on one thread, where only the filter's probes are left to do).
 //!
 //! Blocks go to the workers in turn and come back from them in the same turn, so the order
 //! needs no sorting and every queue is bounded: memory stays a few blocks per worker however
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use url_dedup::canon::Canonicalizer;
+use url_dedup::{KeyDigest, Preparer};
 
 use crate::lines::{Block, BlockReader, Line};
 
@@ -34,9 +34,10 @@ pub(crate) struct Plan {
     pub(crate) sources: Vec<Option<PathBuf>>,
     /// Lines longer than this are not URLs.
     pub(crate) max_len: usize,
-    /// Canonicalizes text lines into their keys; `None` keeps each line as its own key.
-    pub(crate) canonicalizer: Option<Canonicalizer>,
-    /// Threads that split and canonicalize blocks.
+    /// Canonicalizes text lines into their keys (or keeps each line as its own key) and
+    /// hashes the keys, as the deduplicator that decides them would.
+    pub(crate) preparer: Preparer,
+    /// Threads that split, canonicalize and hash blocks.
     pub(crate) workers: usize,
 }
 
@@ -76,13 +77,13 @@ pub(crate) enum Entry {
     Control(u8),
 }
 
-/// What a text line is decided on.
+/// What a text line is decided on, with the filter's digest of it.
 #[derive(Debug)]
 pub(crate) enum Key {
     /// The line itself: raw lines, and lines already canonical.
-    Line,
+    Line(KeyDigest),
     /// Its canonical form, at this place in [`Parsed::canonical`].
-    Canonical(Range<usize>),
+    Canonical(Range<usize>, KeyDigest),
     /// Nothing: the line is no URL the policy accepts.
     Invalid(url_dedup::Error),
 }
@@ -93,41 +94,36 @@ impl Parsed {
         self.block.bytes.get(range.clone()).unwrap_or_default()
     }
 
-    /// The key of a text line, or `None` when it has none.
-    pub(crate) fn key<'a>(&'a self, range: &Range<usize>, key: &Key) -> Option<&'a [u8]> {
+    /// The key of a text line and its digest, or `None` when it has none.
+    pub(crate) fn key<'a>(
+        &'a self,
+        range: &Range<usize>,
+        key: &Key,
+    ) -> Option<(&'a [u8], KeyDigest)> {
         match key {
-            Key::Line => Some(self.line(range)),
-            Key::Canonical(c) => Some(self.canonical.get(c.clone()).unwrap_or_default()),
+            Key::Line(d) => Some((self.line(range), *d)),
+            Key::Canonical(c, d) => Some((self.canonical.get(c.clone()).unwrap_or_default(), *d)),
             Key::Invalid(_) => None,
         }
     }
 
     /// Splits `block` into lines and finds each text line's key.
-    pub(crate) fn new(
-        source: usize,
-        block: Block,
-        max_len: usize,
-        canonicalizer: Option<&Canonicalizer>,
-    ) -> Self {
+    pub(crate) fn new(source: usize, block: Block, max_len: usize, preparer: &Preparer) -> Self {
         let mut canonical = Vec::new();
         let base = block.bytes.as_ptr() as usize;
         let entries = block
             .lines(max_len)
             .map(|line| {
-                let (text, key) = match line {
-                    Line::Text(text) => (
-                        text.as_bytes(),
-                        canonicalizer.map_or(Key::Line, |c| key(c, text, &mut canonical)),
-                    ),
-                    // Text in another encoding is a key only byte for byte.
-                    Line::Bytes(bytes) => match canonicalizer {
-                        None => (bytes, Key::Line),
-                        Some(_) => (bytes, Key::Invalid(url_dedup::Error::NotUtf8)),
-                    },
+                let text = match line {
+                    Line::Text(text) => text.as_bytes(),
+                    // Text in another encoding is a key only byte for byte: the preparer
+                    // refuses it when it canonicalizes.
+                    Line::Bytes(bytes) => bytes,
                     Line::Empty => return Entry::Empty,
                     Line::TooLong(len) => return Entry::TooLong(len),
                     Line::Control(byte) => return Entry::Control(byte),
                 };
+                let key = key(preparer, text, &mut canonical);
                 // The line is a slice of the block's bytes: its place in them.
                 let start = text.as_ptr() as usize - base;
                 Entry::Text(start..start + text.len(), key)
@@ -142,18 +138,17 @@ impl Parsed {
     }
 }
 
-/// The key of a text line under a canonicalizing policy; a canonical form that differs from
-/// the line is appended to `canonical`. The error is the one the deduplicator gives for the
-/// same line.
-fn key(canonicalizer: &Canonicalizer, text: &str, canonical: &mut Vec<u8>) -> Key {
-    match canonicalizer.canonicalize(text) {
-        Ok(Cow::Borrowed(_)) => Key::Line,
-        Ok(Cow::Owned(form)) => {
+/// The key of a text line; a canonical form that differs from the line is appended to
+/// `canonical`. The error is the one the deduplicator gives for the same line.
+fn key(preparer: &Preparer, text: &[u8], canonical: &mut Vec<u8>) -> Key {
+    match preparer.prepare(text) {
+        Ok((Cow::Borrowed(_), digest)) => Key::Line(digest),
+        Ok((Cow::Owned(form), digest)) => {
             let start = canonical.len();
-            canonical.extend_from_slice(form.as_bytes());
-            Key::Canonical(start..canonical.len())
+            canonical.extend_from_slice(&form);
+            Key::Canonical(start..canonical.len(), digest)
         }
-        Err(e) => Key::Invalid(e.into()),
+        Err(e) => Key::Invalid(e),
     }
 }
 
@@ -170,17 +165,15 @@ enum Work {
 /// goes when the process does).
 pub(crate) fn start(plan: Plan) -> Results {
     let workers = plan.workers.max(1);
-    let canonicalizer = Arc::new(plan.canonicalizer);
+    let preparer = Arc::new(plan.preparer);
     let mut to_workers = Vec::with_capacity(workers);
     let mut from_workers = Vec::with_capacity(workers);
     for _ in 0..workers {
         let (work_tx, work_rx) = sync_channel::<Work>(QUEUED);
         let (done_tx, done_rx) = sync_channel::<Message>(QUEUED);
-        let canonicalizer = Arc::clone(&canonicalizer);
+        let preparer = Arc::clone(&preparer);
         let max_len = plan.max_len;
-        std::thread::spawn(move || {
-            work(&work_rx, &done_tx, max_len, canonicalizer.as_ref().as_ref())
-        });
+        std::thread::spawn(move || work(&work_rx, &done_tx, max_len, &preparer));
         to_workers.push(work_tx);
         from_workers.push(done_rx);
     }
@@ -228,12 +221,12 @@ fn work(
     from_reader: &Receiver<Work>,
     to_decider: &SyncSender<Message>,
     max_len: usize,
-    canonicalizer: Option<&Canonicalizer>,
+    preparer: &Preparer,
 ) {
     while let Ok(work) = from_reader.recv() {
         let message = match work {
             Work::Block(source, block) => {
-                Message::Parsed(Parsed::new(source, block, max_len, canonicalizer))
+                Message::Parsed(Parsed::new(source, block, max_len, preparer))
             }
             Work::Failed(error) => Message::Failed(error),
             Work::End => Message::End,
@@ -312,29 +305,35 @@ fn open(source: Option<&Path>) -> Result<(Box<dyn Read>, bool), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use url_dedup::UrlDedup;
 
-    fn parsed(text: &[u8], canonicalizer: Option<&Canonicalizer>) -> Parsed {
+    fn parsed(text: &[u8], canonicalizing: bool) -> Parsed {
         let block = Block {
             bytes: text.to_vec(),
             at_start: true,
             ..Block::default()
         };
-        Parsed::new(0, block, 100, canonicalizer)
+        let b = UrlDedup::builder();
+        let dedup = if canonicalizing {
+            b
+        } else {
+            b.no_canonicalization()
+        };
+        Parsed::new(0, block, 100, &dedup.build().unwrap().preparer())
     }
 
     #[test]
     fn keys_are_the_lines_or_their_canonical_forms() {
-        let canon = Canonicalizer::default();
         let p = parsed(
             b"https://a.example/\n\nHTTPS://A.example\n\xff\n/relative\n",
-            Some(&canon),
+            true,
         );
         let keys: Vec<String> = p
             .entries
             .iter()
             .map(|e| match e {
                 Entry::Text(range, key) => match p.key(range, key) {
-                    Some(k) => String::from_utf8_lossy(k).into_owned(),
+                    Some((k, _)) => String::from_utf8_lossy(k).into_owned(),
                     None => format!("invalid: {key:?}"),
                 },
                 other => format!("{other:?}"),
@@ -353,13 +352,13 @@ mod tests {
             "{}",
             keys[4]
         );
-        assert!(matches!(p.entries[0], Entry::Text(_, Key::Line)));
+        assert!(matches!(p.entries[0], Entry::Text(_, Key::Line(_))));
 
-        let raw = parsed(b"HTTPS://A.example\n\xff\n", None);
+        let raw = parsed(b"HTTPS://A.example\n\xff\n", false);
         assert!(
             raw.entries
                 .iter()
-                .all(|e| matches!(e, Entry::Text(_, Key::Line)))
+                .all(|e| matches!(e, Entry::Text(_, Key::Line(_))))
         );
     }
 
@@ -375,7 +374,11 @@ mod tests {
             let mut results = start(Plan {
                 sources: vec![Some(path.clone()), Some(dir.path().join("missing"))],
                 max_len: 100,
-                canonicalizer: None,
+                preparer: UrlDedup::builder()
+                    .no_canonicalization()
+                    .build()
+                    .unwrap()
+                    .preparer(),
                 workers,
             });
             let mut lines = Vec::new();

@@ -1,0 +1,139 @@
+//! Work done before deciding, on any thread: canonicalizing a URL and hashing its key.
+//!
+//! Deciding a batch in input order is one thread's work (the answers depend on the order);
+//! canonicalizing and hashing are not, and together they are most of a URL's cost. A
+//! [`Preparer`] does them wherever the caller likes (a pool of workers, the thread that read
+//! the line), and [`UrlDedup::check_and_insert_prepared`](crate::UrlDedup::check_and_insert_prepared)
+//! then only probes the filter.
+
+use std::borrow::Cow;
+
+use url_dedup_bloom::hash::{Digest, HashKey, ItemHasher, SipHash13};
+use url_dedup_canon::Canonicalizer;
+
+use crate::Error;
+
+/// Canonicalizes and hashes URLs exactly as the [`UrlDedup`](crate::UrlDedup) it came from
+/// would, on any thread. Cheap to clone; holds no reference to the deduplicator.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup::UrlDedup;
+///
+/// let dedup = UrlDedup::builder().build()?;
+/// let preparer = dedup.preparer();
+/// // On worker threads:
+/// let lines: [&[u8]; 3] = [b"https://example.com/a", b"HTTPS://EXAMPLE.com/a", b"https://example.com/b"];
+/// let prepared: Vec<_> = lines.iter().map(|l| preparer.prepare(l)).collect::<Result<_, _>>()?;
+/// // On the deciding thread:
+/// let decided = dedup.check_and_insert_prepared(prepared.iter().map(|(k, d)| (&**k, *d)));
+/// let new: Vec<bool> = decided.iter().map(|r| r.as_ref().unwrap().0.is_new()).collect();
+/// assert_eq!(new, [true, false, true]);
+/// # Ok::<(), url_dedup::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Preparer {
+    pub(crate) canonicalizer: Option<Canonicalizer>,
+    hasher: SipHash13,
+    owner: u64,
+}
+
+/// The exact filter's digest of a canonical key, made by a [`Preparer`]. Only the
+/// deduplicator whose preparer made it uses it as it is; any other hashes the key again.
+///
+/// # Examples
+///
+/// ```
+/// let dedup = url_dedup::UrlDedup::builder().build()?;
+/// let digest = dedup.preparer().digest(b"https://example.com/");
+/// assert_eq!(digest, dedup.preparer().digest(b"https://example.com/"));
+/// # Ok::<(), url_dedup::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyDigest {
+    digest: Digest,
+    owner: u64,
+}
+
+impl Preparer {
+    pub(crate) fn new(canonicalizer: Option<Canonicalizer>, key: HashKey) -> Self {
+        Self {
+            canonicalizer,
+            hasher: SipHash13::new(key),
+            owner: owner_of(key),
+        }
+    }
+
+    /// The key a line is decided on (its canonical form, or the line itself when the
+    /// deduplicator does not canonicalize; borrowed from the line when they are the same)
+    /// and its digest.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotUtf8`] for a line that is not UTF-8 when canonicalization is on;
+    /// [`Error::InvalidUrl`] as in [`UrlDedup::check_and_insert`](crate::UrlDedup::check_and_insert).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dedup = url_dedup::UrlDedup::builder().build()?;
+    /// let (key, _) = dedup.preparer().prepare(b"HTTP://Example.com:80")?;
+    /// assert_eq!(&*key, b"http://example.com/");
+    /// assert!(dedup.preparer().prepare(b"not a url").is_err());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn prepare<'a>(&self, line: &'a [u8]) -> Result<(Cow<'a, [u8]>, KeyDigest), Error> {
+        let key = match &self.canonicalizer {
+            None => Cow::Borrowed(line),
+            Some(c) => {
+                let text = std::str::from_utf8(line).map_err(|_| Error::NotUtf8)?;
+                match c.canonicalize(text)? {
+                    Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
+                    Cow::Owned(o) => Cow::Owned(o.into_bytes()),
+                }
+            }
+        };
+        let digest = self.digest(&key);
+        Ok((key, digest))
+    }
+
+    /// The digest of a key that is canonical already (the first half of
+    /// [`prepare`](Self::prepare)'s work was done elsewhere).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dedup = url_dedup::UrlDedup::builder().build()?;
+    /// let p = dedup.preparer();
+    /// assert_eq!(p.prepare(b"https://example.com/")?.1, p.digest(b"https://example.com/"));
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    #[inline]
+    pub fn digest(&self, key: &[u8]) -> KeyDigest {
+        KeyDigest {
+            digest: self.hasher.hash(key),
+            owner: self.owner,
+        }
+    }
+
+    /// The digest for the deduplicator whose preparer this is: `digest` when it came from
+    /// this preparer's key, else `key` hashed again.
+    #[inline]
+    pub(crate) fn digest_of(&self, key: &[u8], digest: KeyDigest) -> Digest {
+        if digest.owner == self.owner {
+            digest.digest
+        } else {
+            self.hasher.hash(key)
+        }
+    }
+}
+
+/// Names a hash key without revealing it: digests made under one key are never taken for
+/// another's (a collision of two keys' names is a 2^-64 event, and then the answers are those
+/// of the other key's positions, not a panic).
+fn owner_of(key: HashKey) -> u64 {
+    SipHash13::new(key)
+        .hash(b"url-dedup: digests made under this key")
+        .h1
+}
