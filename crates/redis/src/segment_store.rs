@@ -1790,6 +1790,34 @@ impl RedisSegmentStore {
     }
 
     /// Whether every bit of every probe is known set.
+    /// Whether the store talks to a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.deployment.is_cluster()
+    }
+
+    /// Whether every first-layer bit of `probe` is known set on the server: the item is in the
+    /// filter whatever layers its key grew since, since an item whose bits are all set in an
+    /// older layer is a duplicate (and present) in a grown key too. `false` without a cache.
+    /// Call [`verify_if_due`](Self::verify_if_due) for a batch answered this way, so that a
+    /// reset is noticed as on the first layers' path.
+    pub(crate) fn known_present(&self, probe: Probe) -> bool {
+        self.known
+            .as_ref()
+            .is_some_and(|known| self.all_known(known, std::slice::from_ref(&probe)))
+    }
+
+    /// Reads one data key's header (every key in turn) if the store has not met one for
+    /// [`VERIFY_EVERY`]: a client whose cache answers every URL still notices a reset.
+    pub(crate) fn verify_if_due(&self) -> Result<()> {
+        if self.verification_due() {
+            // Every key in turn: on a cluster, a failover resets the keys of one master
+            // only, and a client whose cache answers everything still hears of it.
+            let turn = self.verify_turn.fetch_add(1, Ordering::Relaxed);
+            self.check_key(turn % self.data_keys())?;
+        }
+        Ok(())
+    }
+
     fn all_known(&self, known: &KnownBits, probes: &[Probe]) -> bool {
         let layout = self.meta.layout;
         probes.iter().all(|&probe| {
@@ -2082,12 +2110,7 @@ impl RedisSegmentStore {
             // even by a client that knows every URL it sees.
             plan.epoch = known.epoch();
             plan.skipped = (probes.len() * k) as u64;
-            if self.verification_due() {
-                // Every key in turn: on a cluster, a failover resets the keys of one master
-                // only, and a client whose cache answers everything still hears of it.
-                let turn = self.verify_turn.fetch_add(1, Ordering::Relaxed);
-                self.check_key(turn % self.data_keys())?;
-            }
+            self.verify_if_due()?;
         } else {
             let order = self.key_order(probes);
             plan.items.reserve(probes.len());
@@ -2433,6 +2456,22 @@ pub(crate) struct Live {
     stamp_key: String,
     /// Writing batches sent on this connection.
     stamp: u64,
+}
+
+impl Live {
+    /// A key and number that a script writing on this connection sets (`SET key number`)
+    /// and checks first, so that its retry knows whether the lost attempt ran: this
+    /// connection's counter key and its next number on a single Redis; on a cluster, where a
+    /// script touches only keys of one slot, a fresh token key in the slot of `data_key`.
+    pub(crate) fn next_stamp(&mut self, cluster: bool, data_key: &str) -> (String, u64) {
+        self.stamp += 1;
+        if cluster {
+            let token = format!("{data_key}:t:{:016x}", crate::namespace::random_u64());
+            (token, self.stamp)
+        } else {
+            (self.stamp_key.clone(), self.stamp)
+        }
+    }
 }
 
 /// What [`RedisSegmentStore::with_node_routed`] came to.

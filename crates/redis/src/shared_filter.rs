@@ -265,6 +265,14 @@ impl<H: ItemHasher> SharedFilter<H> {
         let mut found = vec![false; digests.len()];
         let (single, grown): (Vec<usize>, Vec<usize>) =
             (0..digests.len()).partition(|&i| self.store.layers_of(self.key_of(probes[i])) == 1);
+        // Present in a grown key when all its first-layer bits are known set: no round trip.
+        let (known, grown): (Vec<usize>, Vec<usize>) = grown
+            .into_iter()
+            .partition(|&i| self.store.known_present(probes[i]));
+        if !known.is_empty() {
+            known.iter().for_each(|&i| found[i] = true);
+            self.store.verify_if_due()?;
+        }
         let mut again = grown;
         if !single.is_empty() {
             let sub: Vec<Probe> = single.iter().map(|&i| probes[i]).collect();
@@ -561,6 +569,15 @@ impl<H: ItemHasher> SharedFilter<H> {
                 .iter()
                 .partition(|&&i| self.store.layers_of(self.key_of(probes[i])) == 1);
             todo = Vec::new();
+            // An item of a grown key whose first-layer bits are all known set is a duplicate
+            // (the script would find it in that layer): no round trip, as for a first layer.
+            let (known, grown): (Vec<usize>, Vec<usize>) = grown
+                .into_iter()
+                .partition(|&i| self.store.known_present(probes[i]));
+            if !known.is_empty() {
+                known.iter().for_each(|&i| new[i] = false);
+                self.store.verify_if_due()?;
+            }
 
             if !single.is_empty() {
                 let sub: Vec<Probe> = single.iter().map(|&i| probes[i]).collect();
@@ -699,22 +716,28 @@ impl<H: ItemHasher> SharedFilter<H> {
             .map(|j| self.store.layer(j))
             .collect::<Result<_>>()?;
         let data_key = self.store.data_key(key);
-        let token = format!("{data_key}:t:{:016x}", crate::namespace::random_u64());
         let generation = self.store.generation_bytes();
         let expect = self.store.expect(key);
+        let cluster = self.store.is_cluster();
         let mut attempts = 0;
+        // Chosen by the first attempt and kept by its retries, which ask whether it ran.
+        let mut stamp: Option<(String, u64)> = None;
         let reply: Vec<i64> = self
             .store
             .with_key("admit into a grown key", &data_key, |live| {
                 attempts += 1;
+                let (stamp_key, number) = stamp
+                    .get_or_insert_with(|| live.next_stamp(cluster, &data_key))
+                    .clone();
                 let mut call = scripts().admit.prepare_invoke();
                 call.key(&data_key)
-                    .key(&token)
+                    .key(&stamp_key)
                     .arg(&generation[..])
                     .arg(layers)
                     .arg(members.len())
                     .arg(self.store.options().token_ttl_ms())
-                    .arg(expect.witness.checked_sub(1).map_or(0, |w| HEADER_BITS + w));
+                    .arg(expect.witness.checked_sub(1).map_or(0, |w| HEADER_BITS + w))
+                    .arg(number);
                 for shape in &shapes {
                     call.arg(shape.layout.hashes());
                 }
@@ -744,7 +767,8 @@ impl<H: ItemHasher> SharedFilter<H> {
                 ];
                 self.store
                     .check_headers(std::iter::once((key, expect)), &header)?;
-                // A retried call whose first attempt ran found its token and said so above.
+                // A retried call whose first attempt ran found its number in the stamp key and
+                // said so above.
                 let _ = attempts;
                 Ok(Admitted::Verdicts {
                     answers: verdicts.iter().map(|&v| v == 1).collect(),

@@ -1,6 +1,7 @@
 //! A writing batch whose connection breaks: the retry must know whether the lost attempt ran.
-//! A proxy between the store and a real redis-server cuts the connection that carries a batch,
-//! either before the batch reaches Redis or after Redis ran it and before its reply returns.
+//! A proxy between the store and a real redis-server cuts the connection that carries a batch
+//! (a transaction on first layers, a script call on grown keys), either before the batch
+//! reaches Redis or after Redis ran it and before its reply returns.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -9,16 +10,20 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use url_dedup_bloom::{HashKey, SipHash13};
 use url_dedup_redis::testing::RedisServer;
-use url_dedup_redis::{RedisSegmentStore, StoreOptions, Uncertain};
+use url_dedup_redis::{RedisSegmentStore, SharedFilter, StoreOptions, Uncertain};
 
 /// Where the proxy cuts the next connection that sends a transaction.
 const PASS: u8 = 0;
 const BEFORE_RUN: u8 = 1;
 const AFTER_RUN: u8 = 2;
 
-/// Forwards loopback connections to `upstream`; the first transaction (`MULTI` ... `EXEC`)
-/// seen after `cut` is set is cut as `cut` says, once.
-fn proxy(upstream: u16, cut: Arc<AtomicU8>) -> u16 {
+/// What the proxy cuts: a transaction (`MULTI` ... `EXEC`), or a script call.
+const TRANSACTION: &[&[u8]] = &[b"MULTI", b"EXEC"];
+const SCRIPT: &[&[u8]] = &[b"EVALSHA"];
+
+/// Forwards loopback connections to `upstream`; the first request holding every one of
+/// `needles` seen after `cut` is set is cut as `cut` says, once.
+fn proxy(upstream: u16, cut: Arc<AtomicU8>, needles: &'static [&'static [u8]]) -> u16 {
     let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -41,7 +46,7 @@ fn proxy(upstream: u16, cut: Arc<AtomicU8>) -> u16 {
                         break;
                     }
                     seen.extend_from_slice(&buf[..n]);
-                    let transaction = contains(&seen, b"MULTI") && contains(&seen, b"EXEC");
+                    let transaction = needles.iter().all(|n| contains(&seen, n));
                     let mode = cut.load(Ordering::SeqCst);
                     if transaction && mode == BEFORE_RUN {
                         cut.store(PASS, Ordering::SeqCst);
@@ -111,7 +116,7 @@ fn a_retry_knows_whether_the_lost_attempt_ran() {
     )
     .unwrap();
     let cut = Arc::new(AtomicU8::new(PASS));
-    let port = proxy(server.port(), cut.clone());
+    let port = proxy(server.port(), cut.clone(), TRANSACTION);
     let options = StoreOptions {
         uncertain: Uncertain::AssumeNew,
         // Every bit goes to Redis: the client's own cache would answer the repeats.
@@ -195,4 +200,83 @@ fn batches_leave_one_key_per_connection() {
     assert_eq!(counters, 1, "{keys:?}");
     // The metadata, the one data key and the counter.
     assert_eq!(keys.len(), 3, "{keys:?}");
+}
+
+/// The same on keys that grew, where a batch is a script call: cut before the script ran, the
+/// retry's answers are exact; cut after, the retry finds the call's number in its stamp key
+/// and does not run it twice (which would call every URL it admitted a duplicate).
+#[test]
+fn a_retried_script_on_a_grown_key_knows_whether_it_ran() {
+    let Some(server) = RedisServer::start_or_skip("lost script replies") else {
+        return;
+    };
+    let direct: SharedFilter<SipHash13> =
+        SharedFilter::open(&server.url(), StoreOptions::new("grown"), 1_000, 1e-6).unwrap();
+    direct.try_check_and_insert_batch(&urls(0..5_000)).unwrap();
+    assert!(direct.layers().unwrap() >= 2);
+    let cut = Arc::new(AtomicU8::new(PASS));
+    let port = proxy(server.port(), cut.clone(), SCRIPT);
+    let options = StoreOptions {
+        uncertain: Uncertain::AssumeNew,
+        known_bits_limit: 0,
+        ..StoreOptions::new("grown")
+    };
+    let proxied: SharedFilter<SipHash13> =
+        SharedFilter::open(&format!("redis://127.0.0.1:{port}/"), options, 1_000, 1e-6).unwrap();
+    // Meets every key, and learns that each grew.
+    proxied.try_check_and_insert_batch(&urls(0..2_000)).unwrap();
+
+    for (range, mode, want_new) in [
+        (10_000..10_100, BEFORE_RUN, false),
+        (20_000..20_100, AFTER_RUN, true),
+    ] {
+        let batch = urls(range);
+        assert!(
+            direct
+                .try_check_and_insert_batch(&batch)
+                .unwrap()
+                .iter()
+                .all(|&n| n)
+        );
+        cut.store(mode, Ordering::SeqCst);
+        let answers = proxied.try_check_and_insert_batch(&batch).unwrap();
+        assert_eq!(cut.load(Ordering::SeqCst), PASS, "the proxy never cut");
+        assert!(
+            answers.iter().all(|&n| n == want_new),
+            "mode {mode}: {answers:?}"
+        );
+    }
+}
+
+/// Scripts on grown keys use the connection's counter key too: no key per call.
+#[test]
+fn scripts_on_grown_keys_leave_no_key_per_call() {
+    let Some(server) = RedisServer::start_or_skip("grown keys per call") else {
+        return;
+    };
+    let filter: SharedFilter<SipHash13> =
+        SharedFilter::open(&server.url(), StoreOptions::new("calls"), 1_000, 0.01).unwrap();
+    for i in 0..500 {
+        filter
+            .try_check_and_insert_batch(&urls(i * 10..i * 10 + 10))
+            .unwrap();
+    }
+    assert!(filter.layers().unwrap() >= 2);
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("calls:*").query(&mut conn).unwrap();
+    let tokens: Vec<&String> = keys.iter().filter(|k| k.contains(":t:")).collect();
+    assert!(
+        tokens.is_empty(),
+        "{} token keys: {:?}",
+        tokens.len(),
+        &tokens[..tokens.len().min(5)]
+    );
+    assert_eq!(
+        keys.iter().filter(|k| k.starts_with("calls:conn:")).count(),
+        1,
+        "{keys:?}"
+    );
 }

@@ -224,3 +224,52 @@ fn a_filter_of_one_hash_grows_and_keeps_its_rate() {
         .count();
     assert!(false_positives < 300, "{false_positives} of 20,000");
 }
+
+/// Commands the server processed since the last call (the `INFO` itself left out).
+fn commands(conn: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(conn).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_commands_processed:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap()
+}
+
+/// Once a key has grown, a URL whose first-layer bits the client has seen set is a duplicate
+/// (the script would find it in that layer): it is answered from the known-bits cache, as in
+/// a filter that never grew, and not with a script call per batch. A filter sized a little
+/// short would otherwise cost a round trip for every URL seen again.
+#[test]
+fn urls_seen_before_a_key_grew_are_answered_without_a_round_trip() {
+    let Some(server) = RedisServer::start_or_skip("grown known bits") else {
+        return;
+    };
+    let seen = open(&server, 1_000, 0.01);
+    seen.try_check_and_insert_batch(&urls(0..5_000)).unwrap();
+    assert!(seen.layers().unwrap() >= 2);
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    // The first 500 were admitted in parts of a batch, before any key reached 7/8 of its
+    // share: into first layers, bits this client set.
+    let early = urls(0..500);
+    let before = commands(&mut conn);
+    for chunk in early.chunks(50) {
+        assert!(
+            seen.try_check_and_insert_batch(chunk)
+                .unwrap()
+                .iter()
+                .all(|&n| !n)
+        );
+        assert!(seen.try_contains_batch(chunk).unwrap().iter().all(|&p| p));
+    }
+    let sent = commands(&mut conn) - before - 1;
+    // At most a header check, once a second.
+    assert!(sent <= 2, "{sent} commands for URLs the client knows");
+
+    // A reset is still noticed: the cache is checked against a header once a second.
+    redis::cmd("FLUSHALL").query::<()>(&mut conn).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    match seen.try_check_and_insert_batch(&early[..50]) {
+        Err(Error::StoreReset { .. }) => {}
+        other => panic!("expected a reset, got {other:?}"),
+    }
+}

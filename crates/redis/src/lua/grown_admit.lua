@@ -3,17 +3,18 @@
 -- layer, one BITFIELD for the reads and one for the writes. Runs atomically, so of clients
 -- admitting the same item exactly one is told it is new, and no item already present is
 -- copied into the newest layer (which would fill it before its time).
--- KEYS: 1 the data key, 2 this call's token key (in the data key's hash slot)
+-- KEYS: 1 the data key, 2 the call's stamp key: its connection's counter key on a single
+--       Redis, a token key of its own (in the data key's hash slot) on a cluster
 -- ARGV: 1 the filter's generation as 8 big-endian bytes, 2 the layer count L the caller
---       planned for, 3 how many items, 4 the token's lifetime in ms, 5 the offset of the
---       caller's witness bit (a bit it set, which must still be 1), 6..5+L the bits per item
---       in each layer (oldest first), then per item its bit offsets in the key, layer after
---       layer.
+--       planned for, 3 how many items, 4 the stamp's lifetime in ms, 5 the offset of the
+--       caller's witness bit (a bit it set, which must still be 1), 6 the call's number (the
+--       stamp key holds it once the call ran), 7..6+L the bits per item in each layer
+--       (oldest first), then per item its bit offsets in the key, layer after layer.
 -- Returns {L, writes, admitted, witness bit, verdict...} with a verdict of 1 (new) or 0 per
 -- item;
 -- {-1, layers} when the key has another layer count than planned (plan again); {-2} when
--- this call already ran (its reply was lost: the token exists).
-if redis.call('EXISTS', KEYS[2]) == 1 then return {-2} end
+-- this call already ran (its reply was lost: the stamp key holds its number).
+if redis.call('GET', KEYS[2]) == ARGV[6] then return {-2} end
 if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[1] then
   return redis.error_reply('STORERESET the data key is gone or of another generation')
 end
@@ -24,11 +25,11 @@ if header[1] ~= L then return {-1, header[1]} end
 local items = tonumber(ARGV[3])
 local ks, per_item = {}, 0
 for j = 1, L do
-  ks[j] = tonumber(ARGV[5 + j])
+  ks[j] = tonumber(ARGV[6 + j])
   per_item = per_item + ks[j]
 end
 local older = per_item - ks[L]
-local first = 6 + L
+local first = 7 + L
 -- Reads of every item's older-layer bits, in chunks that keep the argument list short.
 local bits = {}
 local function flush(args, out)
@@ -87,5 +88,5 @@ for i = 0, items - 1 do
   out[#out + 1] = new
 end
 out[3] = redis.call('BITFIELD', KEYS[1], 'INCRBY', 'i64', 192, admitted)[1]
-redis.call('SET', KEYS[2], 1, 'PX', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[6], 'PX', ARGV[4])
 return out
