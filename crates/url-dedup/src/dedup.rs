@@ -735,16 +735,7 @@ impl UrlDedup {
     {
         let canonical = items
             .into_iter()
-            .map(|item| match &self.preparer.canonicalizer {
-                None => Ok(Cow::Borrowed(item)),
-                Some(c) => {
-                    let text = std::str::from_utf8(item).map_err(|_| Error::NotUtf8)?;
-                    Ok(match c.canonicalize(text)? {
-                        Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
-                        Cow::Owned(o) => Cow::Owned(o.into_bytes()),
-                    })
-                }
-            })
+            .map(|item| self.preparer.key(item))
             .collect();
         self.decide_batch(canonical, |c: &Cow<'a, [u8]>| c)
     }
@@ -799,22 +790,9 @@ impl UrlDedup {
             .into_iter()
             .map(|(key, digest)| (key, self.preparer.digest_of(key, digest)))
             .unzip();
-        let answers = self
-            .exact
-            .check_and_insert_digests(&keys, &digests)
-            .map_err(|e| (e.is_reset(), e.to_string()));
-        keys.into_iter()
-            .enumerate()
-            .map(|(i, key)| {
-                let new = match &answers {
-                    Ok(answers) => *answers
-                        .get(i)
-                        .ok_or_else(|| Error::Store("missing answer".into()))?,
-                    Err(failure) => return Err(batch_error(failure)),
-                };
-                Ok((self.after_exact(new, key), Cow::Borrowed(key)))
-            })
-            .collect()
+        let answers = self.exact.check_and_insert_digests(&keys, &digests);
+        let keys = keys.into_iter().map(|k| Ok(Cow::Borrowed(k))).collect();
+        self.settle(keys, answers, |c: &Cow<'a, [u8]>| c)
     }
 
     /// Decides canonical forms with one call to the exact filter, in order; items that
@@ -830,10 +808,20 @@ impl UrlDedup {
             .collect();
         // One call for the whole batch: the segmented filter prefetches, Redis answers in one
         // round trip. If the store fails, every valid URL of the batch gets the error.
-        let answers = self
-            .exact
-            .check_and_insert_batch(&valid)
-            .map_err(|e| (e.is_reset(), e.to_string()));
+        let answers = self.exact.check_and_insert_batch(&valid);
+        self.settle(canonical, answers, bytes)
+    }
+
+    /// Pairs the exact filter's `answers` (one per valid item, in order) with the items, and
+    /// finishes each verdict; items that failed before stay failed. If the store failed,
+    /// every valid item carries its failure.
+    fn settle<C>(
+        &self,
+        canonical: Vec<Result<C, Error>>,
+        answers: Result<Vec<bool>, Error>,
+        bytes: impl Fn(&C) -> &[u8],
+    ) -> Vec<Decision<C>> {
+        let answers = answers.map_err(|e| (e.is_reset(), e.to_string()));
         let mut new = answers.as_deref().unwrap_or_default().iter().copied();
         canonical
             .into_iter()

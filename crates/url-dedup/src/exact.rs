@@ -163,7 +163,6 @@ impl Exact {
         })
     }
 
-    /// One answer per item, in order; Redis answers the whole batch in one round trip.
     /// [`check_and_insert_batch`](Self::check_and_insert_batch) with each key's digest made
     /// beforehand under this filter's key. Redis hashes the keys again: next to a round trip
     /// the hash costs nothing.
@@ -200,6 +199,7 @@ impl Exact {
         }
     }
 
+    /// One answer per item, in order; Redis answers the whole batch in one round trip.
     pub(crate) fn contains_batch(&self, items: &[&[u8]]) -> Result<Vec<bool>, Error> {
         Ok(match self {
             Self::Classic(f) => items.iter().map(|i| f.contains(i)).collect(),

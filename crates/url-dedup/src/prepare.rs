@@ -84,18 +84,47 @@ impl Preparer {
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     pub fn prepare<'a>(&self, line: &'a [u8]) -> Result<(Cow<'a, [u8]>, KeyDigest), Error> {
-        let key = match &self.canonicalizer {
-            None => Cow::Borrowed(line),
-            Some(c) => {
-                let text = std::str::from_utf8(line).map_err(|_| Error::NotUtf8)?;
-                match c.canonicalize(text)? {
-                    Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
-                    Cow::Owned(o) => Cow::Owned(o.into_bytes()),
-                }
-            }
-        };
+        let key = self.key(line)?;
         let digest = self.digest(&key);
         Ok((key, digest))
+    }
+
+    /// [`prepare`](Self::prepare) for a line known to be UTF-8, which is not checked again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidUrl`] as in [`UrlDedup::check_and_insert`](crate::UrlDedup::check_and_insert).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dedup = url_dedup::UrlDedup::builder().build()?;
+    /// let p = dedup.preparer();
+    /// assert_eq!(p.prepare_str("HTTP://Example.com")?, p.prepare(b"HTTP://Example.com")?);
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn prepare_str<'a>(&self, line: &'a str) -> Result<(Cow<'a, [u8]>, KeyDigest), Error> {
+        let key = self.key_of_str(line)?;
+        let digest = self.digest(&key);
+        Ok((key, digest))
+    }
+
+    /// The key a line is decided on: [`prepare`](Self::prepare) without the digest.
+    pub(crate) fn key<'a>(&self, line: &'a [u8]) -> Result<Cow<'a, [u8]>, Error> {
+        if self.canonicalizer.is_none() {
+            return Ok(Cow::Borrowed(line));
+        }
+        self.key_of_str(std::str::from_utf8(line).map_err(|_| Error::NotUtf8)?)
+    }
+
+    fn key_of_str<'a>(&self, line: &'a str) -> Result<Cow<'a, [u8]>, Error> {
+        let Some(c) = &self.canonicalizer else {
+            return Ok(Cow::Borrowed(line.as_bytes()));
+        };
+        Ok(match c.canonicalize(line)? {
+            Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
+            Cow::Owned(o) => Cow::Owned(o.into_bytes()),
+        })
     }
 
     /// The digest of a key that is canonical already (the first half of

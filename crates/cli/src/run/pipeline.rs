@@ -114,16 +114,16 @@ impl Parsed {
         let entries = block
             .lines(max_len)
             .map(|line| {
-                let text = match line {
-                    Line::Text(text) => text.as_bytes(),
+                let (text, prepared) = match line {
+                    Line::Text(text) => (text.as_bytes(), preparer.prepare_str(text)),
                     // Text in another encoding is a key only byte for byte: the preparer
                     // refuses it when it canonicalizes.
-                    Line::Bytes(bytes) => bytes,
+                    Line::Bytes(bytes) => (bytes, preparer.prepare(bytes)),
                     Line::Empty => return Entry::Empty,
                     Line::TooLong(len) => return Entry::TooLong(len),
                     Line::Control(byte) => return Entry::Control(byte),
                 };
-                let key = key(preparer, text, &mut canonical);
+                let key = key(prepared, &mut canonical);
                 // The line is a slice of the block's bytes: its place in them.
                 let start = text.as_ptr() as usize - base;
                 Entry::Text(start..start + text.len(), key)
@@ -138,10 +138,14 @@ impl Parsed {
     }
 }
 
-/// The key of a text line; a canonical form that differs from the line is appended to
-/// `canonical`. The error is the one the deduplicator gives for the same line.
-fn key(preparer: &Preparer, text: &[u8], canonical: &mut Vec<u8>) -> Key {
-    match preparer.prepare(text) {
+/// The key of a text line as the preparer made it; a canonical form that differs from the
+/// line is appended to `canonical`. The error is the one the deduplicator gives for the same
+/// line.
+fn key(
+    prepared: Result<(Cow<'_, [u8]>, KeyDigest), url_dedup::Error>,
+    canonical: &mut Vec<u8>,
+) -> Key {
+    match prepared {
         Ok((Cow::Borrowed(_), digest)) => Key::Line(digest),
         Ok((Cow::Owned(form), digest)) => {
             let start = canonical.len();
