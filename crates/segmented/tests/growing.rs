@@ -61,17 +61,29 @@ fn racing_threads_admit_each_item_once_while_layers_are_added() {
     let admissions: Arc<Vec<AtomicU8>> = Arc::new((0..ITEMS).map(|_| AtomicU8::new(0)).collect());
     let start = Arc::new(Barrier::new(THREADS));
     let racers: Vec<_> = (0..THREADS)
-        .map(|_| {
+        .map(|me| {
             let (f, admissions, start) = (f.clone(), admissions.clone(), start.clone());
             std::thread::spawn(move || {
                 let mine = AtomicU64::new(0);
-                start.wait();
                 // Every thread discovers the same items in the same order, so they race on
-                // each one, and on each layer change.
-                for (i, admitted) in admissions.iter().enumerate() {
-                    if f.check_and_insert(url(i as u64)) {
-                        admitted.fetch_add(1, Ordering::Relaxed);
-                        mine.fetch_add(1, Ordering::Relaxed);
+                // each one, and on each layer change. They start each round of 100 items
+                // together, and in its turn of rounds a thread goes a few microseconds ahead:
+                // on two cores the scheduler could otherwise let one thread run through
+                // everything before the others start (one run admitted 59,988 of 60,000 on
+                // one thread and none on two others).
+                for (round, items) in admissions.chunks(100).enumerate() {
+                    start.wait();
+                    if round % THREADS != me {
+                        let ahead = std::time::Instant::now();
+                        while ahead.elapsed() < std::time::Duration::from_micros(20) {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    for (j, admitted) in items.iter().enumerate() {
+                        if f.check_and_insert(url((round * 100 + j) as u64)) {
+                            admitted.fetch_add(1, Ordering::Relaxed);
+                            mine.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 }
                 mine.into_inner()
