@@ -267,7 +267,7 @@ where
                         rounds.wait(round);
                         if round % THREADS != me {
                             let ahead = std::time::Instant::now();
-                            while ahead.elapsed() < std::time::Duration::from_micros(30) {
+                            while ahead.elapsed() < std::time::Duration::from_micros(200) {
                                 std::hint::spin_loop();
                             }
                         }
