@@ -42,7 +42,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     }
     let every =
         (args.checkpoint_every > 0.0).then(|| Duration::from_secs_f64(args.checkpoint_every));
-    let (mut state, dedup) = match &args.state {
+    let (mut state, mut dedup) = match &args.state {
         Some(path) => {
             let (state, dedup) = State::open(path, builder, every).map_err(Failure::Run)?;
             (Some(state), dedup)
@@ -105,7 +105,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         }
         source_bytes = parsed.block.consumed;
         let name = names.get(source).map_or("<stdin>", String::as_str);
-        let mut flow = emit.decide(&dedup, name, number, &parsed, state.as_mut())?;
+        let mut flow = emit.decide(&mut dedup, name, number, &parsed, state.as_mut())?;
         number += parsed.entries.len() as u64;
         // A slow producer (`tail -f log | url-dedup`): show what has arrived now.
         if parsed.block.waiting && flow == Flow::Go {
@@ -287,7 +287,7 @@ impl<O: Write, X: Write> Emitter<O, X> {
     /// of up to [`BATCH_LINES`] keys, and writes the results.
     fn decide(
         &mut self,
-        dedup: &UrlDedup,
+        dedup: &mut UrlDedup,
         name: &str,
         number: u64,
         parsed: &Parsed,
@@ -312,7 +312,7 @@ impl<O: Write, X: Write> Emitter<O, X> {
             let decided = if keys.is_empty() {
                 Vec::new()
             } else {
-                dedup.check_and_insert_prepared(keys.iter().copied())
+                dedup.check_and_insert_prepared_mut(keys.iter().copied())
             };
             let new_before = self.stats.new;
             let flow = self.emit(
@@ -709,7 +709,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_written_in_input_order() {
-        let dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
+        let mut dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
         let mut text =
             b"https://a.example/\n\nhttps://A.example\nhttps://\xff.example/\n/relative\n".to_vec();
         text.extend([b'x'; 9_000]);
@@ -718,7 +718,7 @@ mod tests {
         assert_eq!(parsed.entries.len(), 8);
         let mut emit = emitter();
         assert_eq!(
-            emit.decide(&dedup, "in.txt", 1, &parsed, None),
+            emit.decide(&mut dedup, "in.txt", 1, &parsed, None),
             Ok(Flow::Go)
         );
         assert_eq!(
@@ -745,7 +745,7 @@ mod tests {
 
     #[test]
     fn a_block_is_decided_in_calls_of_bounded_size_with_its_line_numbers() {
-        let dedup = UrlDedup::builder().expected_urls(10_000).build().unwrap();
+        let mut dedup = UrlDedup::builder().expected_urls(10_000).build().unwrap();
         let mut text = String::new();
         for i in 0..2_500 {
             text.push_str(&format!("https://example.com/{}\n", i % 2_000));
@@ -755,7 +755,10 @@ mod tests {
         }
         let parsed = parsed(text.as_bytes(), &dedup);
         let mut emit = emitter();
-        assert_eq!(emit.decide(&dedup, "in", 101, &parsed, None), Ok(Flow::Go));
+        assert_eq!(
+            emit.decide(&mut dedup, "in", 101, &parsed, None),
+            Ok(Flow::Go)
+        );
         assert_eq!(String::from_utf8(emit.out).unwrap().lines().count(), 2_000);
         let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
         let invalid: Vec<&str> = explain
@@ -825,7 +828,7 @@ mod tests {
                 Err(io::ErrorKind::BrokenPipe.into())
             }
         }
-        let dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
+        let mut dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
         let mut emit = Emitter {
             out: Closed,
             explain: None::<Vec<u8>>,
@@ -834,7 +837,7 @@ mod tests {
         };
         let parsed = parsed(b"https://a.example/\nhttps://b.example/\n", &dedup);
         assert_eq!(
-            emit.decide(&dedup, "-", 1, &parsed, None),
+            emit.decide(&mut dedup, "-", 1, &parsed, None),
             Ok(Flow::PipeClosed)
         );
         assert_eq!(emit.stats.lines, 1);
@@ -940,7 +943,7 @@ mod tests {
 
             // Blocks of random sizes, canonicalized and hashed apart, decided on the canonical
             // forms and their digests.
-            let blocks = UrlDedup::builder()
+            let mut blocks = UrlDedup::builder()
                 .hash_key(key)
                 .canonicalization(canon.policy().clone())
                 .build()
@@ -950,7 +953,8 @@ mod tests {
             let mut number = 1;
             while let Some(block) = reader.next_block().unwrap() {
                 let parsed = Parsed::new(0, block, MAX_LEN, &blocks.preparer());
-                emit.decide(&blocks, "in", number, &parsed, None).unwrap();
+                emit.decide(&mut blocks, "in", number, &parsed, None)
+                    .unwrap();
                 number += parsed.entries.len() as u64;
             }
             assert_eq!(outcome(emit), want, "seed {seed}");

@@ -3,7 +3,7 @@ use std::fmt;
 use url_dedup_bloom::hash::{Digest, HashKey, ItemHasher, SipHash13};
 use url_dedup_bloom::sizing;
 
-use crate::batch::CHUNK;
+use crate::batch;
 use crate::{Builder, Layout, MemoryStore, Probe, SegmentStore};
 
 /// A Bloom filter split into segments: each item's bits all fall inside one segment.
@@ -558,6 +558,30 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
         out
     }
 
+    /// [`check_and_insert_digests`](Self::check_and_insert_digests) through `&mut self`: the
+    /// same answers and bits without the stripe locks, for a filter one thread owns (see
+    /// [`check_and_insert_mut`](Self::check_and_insert_mut)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_segmented::SegmentedBloomFilter::builder().expected_items(100).build()?;
+    /// let digests = [f.hash("a"), f.hash("b"), f.hash("a")];
+    /// assert_eq!(f.check_and_insert_digests_mut(&digests), [true, true, false]);
+    /// assert!(f.contains("b"));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn check_and_insert_digests_mut(&mut self, digests: &[Digest]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(digests.len());
+        pipelined_by(
+            self,
+            digests,
+            |_, &d| d,
+            |f, p| out.push(f.store.check_and_insert_mut(p)),
+        );
+        out
+    }
+
     /// [`contains_batch`](Self::contains_batch) for digests computed with
     /// [`hash`](Self::hash).
     ///
@@ -580,19 +604,12 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
         out
     }
 
-    /// Hashes a chunk of items into `probes` and requests each one's segment.
+    /// An item's probe, with its segment requested from memory.
     #[inline]
-    fn locate_chunk<T>(
-        &self,
-        chunk: &[T],
-        digest: impl Fn(&H, &T) -> Digest,
-        probes: &mut [Probe; CHUNK],
-    ) -> usize {
-        for (probe, item) in probes.iter_mut().zip(chunk) {
-            *probe = self.layout.probe(digest(&self.hasher, item));
-            self.store.prefetch(probe.segment);
-        }
-        chunk.len().min(CHUNK)
+    fn locate(&self, digest: Digest) -> Probe {
+        let probe = self.layout.probe(digest);
+        self.store.prefetch(probe.segment);
+        probe
     }
 
     /// Number of bits set.
@@ -712,10 +729,10 @@ impl<H: ItemHasher> SegmentedBloomFilter<H, MemoryStore> {
     }
 }
 
-/// Calls `apply` on the probe of every item, in order, with the segments of one chunk
-/// requested from memory while the previous chunk is applied: hashing and memory latency
-/// overlap instead of following one another. `filter` is `&mut &SegmentedBloomFilter` for the
-/// shared paths and `&mut SegmentedBloomFilter` for the exclusive one.
+/// Calls `apply` on the probe of every item, in order, through [`batch::pipelined`]: hashing
+/// and memory latency overlap instead of following one another. `filter` is
+/// `&mut &SegmentedBloomFilter` for the shared paths and `&mut SegmentedBloomFilter` for the
+/// exclusive one.
 #[inline]
 fn pipelined<F, H, I>(filter: &mut F, items: &[I], apply: impl FnMut(&mut F, Probe))
 where
@@ -727,29 +744,25 @@ where
 }
 
 /// [`pipelined`] for items that `digest` turns into digests (items, or digests already).
+#[inline]
 fn pipelined_by<F, H, T>(
     filter: &mut F,
     items: &[T],
-    digest: impl Fn(&H, &T) -> Digest + Copy,
-    mut apply: impl FnMut(&mut F, Probe),
+    digest: impl Fn(&H, &T) -> Digest,
+    apply: impl FnMut(&mut F, Probe),
 ) where
     F: std::borrow::Borrow<SegmentedBloomFilter<H, MemoryStore>>,
     H: ItemHasher,
 {
-    let mut ready = [Probe::default(); CHUNK];
-    let mut next = [Probe::default(); CHUNK];
-    let mut chunks = items.chunks(CHUNK);
-    let mut ready_len = match chunks.next() {
-        Some(chunk) => filter.borrow().locate_chunk(chunk, digest, &mut ready),
-        None => return,
-    };
-    for chunk in chunks {
-        let next_len = filter.borrow().locate_chunk(chunk, digest, &mut next);
-        ready[..ready_len].iter().for_each(|&p| apply(filter, p));
-        std::mem::swap(&mut ready, &mut next);
-        ready_len = next_len;
-    }
-    ready[..ready_len].iter().for_each(|&p| apply(filter, p));
+    batch::pipelined(
+        filter,
+        items,
+        |f, item| {
+            let f = f.borrow();
+            f.locate(digest(&f.hasher, item))
+        },
+        apply,
+    );
 }
 
 impl<H: ItemHasher, S: fmt::Debug> fmt::Debug for SegmentedBloomFilter<H, S> {

@@ -34,7 +34,7 @@ use std::sync::{Mutex, OnceLock};
 use url_dedup_bloom::hash::{Digest, HashKey, ItemHasher, SipHash13};
 use url_dedup_bloom::sizing::Growth;
 
-use crate::batch::CHUNK;
+use crate::batch;
 use crate::memory::Admission;
 use crate::{Error, Layout, MemoryStore, Placement, Probe};
 
@@ -596,6 +596,70 @@ impl<H: ItemHasher> GrowingFilter<H> {
         }
     }
 
+    /// [`check_and_insert`](Self::check_and_insert) through `&mut self`: the same answer and
+    /// bits without stripe locks, for a filter that one thread owns (see
+    /// [`MemoryStore::check_and_insert_mut`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_segmented::GrowingFilter::builder().expected_items(10).build()?;
+    /// for i in 0..1_000 {
+    ///     assert!(f.check_and_insert_mut(format!("https://example.com/{i}")));
+    /// }
+    /// assert!(!f.check_and_insert_mut("https://example.com/7"));
+    /// assert!(f.layers() > 1);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn check_and_insert_mut(&mut self, item: impl AsRef<[u8]>) -> bool {
+        let digest = self.hash(item);
+        self.check_and_insert_digest_mut(digest)
+    }
+
+    /// [`check_and_insert_mut`](Self::check_and_insert_mut) for a precomputed [`Digest`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_segmented::GrowingFilter::builder().build()?;
+    /// let digest = f.hash("a");
+    /// assert!(f.check_and_insert_digest_mut(digest));
+    /// assert!(!f.check_and_insert_digest_mut(digest));
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn check_and_insert_digest_mut(&mut self, digest: Digest) -> bool {
+        let published = (*self.published.get_mut()).min(MAX_LAYERS);
+        let Some(newest_index) = published.checked_sub(1) else {
+            return false;
+        };
+        let (older, newest) = self.layers[..published].split_at_mut(newest_index);
+        let Some(newest) = newest.first_mut().and_then(OnceLock::get_mut) else {
+            return false;
+        };
+        let probe = newest.probe(digest);
+        // As in `check_and_insert_digest`: an item in an older layer is a duplicate. No other
+        // thread can grow or seal the filter meanwhile, so the newest layer takes the item.
+        if !older.is_empty()
+            && (newest.store.contains(probe)
+                || older
+                    .iter()
+                    .rev()
+                    .filter_map(OnceLock::get)
+                    .any(|l| l.store.contains(l.probe(digest))))
+        {
+            return false;
+        }
+        let Some(stripe_count) = newest.store.admit_mut(probe) else {
+            return false;
+        };
+        if stripe_count % newest.step == 0
+            && let Some(newest) = self.layers[newest_index].get()
+        {
+            self.report(published, newest);
+        }
+        true
+    }
+
     /// A stripe of the newest of `published` layers counted another `step` admissions.
     #[cold]
     fn report(&self, published: usize, layer: &Layer) {
@@ -652,10 +716,11 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// ```
     pub fn check_and_insert_batch<I: AsRef<[u8]>>(&self, items: &[I]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        self.pipelined(
+        Self::pipelined(
+            &mut &*self,
             items,
             |h, i| h.hash(i.as_ref()),
-            |d| out.push(self.check_and_insert_digest(d)),
+            |f, d| out.push(f.check_and_insert_digest(d)),
         );
         out
     }
@@ -673,10 +738,11 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// ```
     pub fn contains_batch<I: AsRef<[u8]>>(&self, items: &[I]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        self.pipelined(
+        Self::pipelined(
+            &mut &*self,
             items,
             |h, i| h.hash(i.as_ref()),
-            |d| out.push(self.contains_digest(d)),
+            |f, d| out.push(f.contains_digest(d)),
         );
         out
     }
@@ -696,10 +762,55 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// ```
     pub fn check_and_insert_digests(&self, digests: &[Digest]) -> Vec<bool> {
         let mut out = Vec::with_capacity(digests.len());
-        self.pipelined(
+        Self::pipelined(
+            &mut &*self,
             digests,
             |_, &d| d,
-            |d| out.push(self.check_and_insert_digest(d)),
+            |f, d| out.push(f.check_and_insert_digest(d)),
+        );
+        out
+    }
+
+    /// [`check_and_insert_batch`](Self::check_and_insert_batch) through `&mut self`: the same
+    /// answers and bits without stripe locks (see
+    /// [`check_and_insert_mut`](Self::check_and_insert_mut)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_segmented::GrowingFilter::builder().build()?;
+    /// assert_eq!(f.check_and_insert_batch_mut(&["a", "b", "a"]), [true, true, false]);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn check_and_insert_batch_mut<I: AsRef<[u8]>>(&mut self, items: &[I]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(items.len());
+        Self::pipelined(
+            self,
+            items,
+            |h, i| h.hash(i.as_ref()),
+            |f, d| out.push(f.check_and_insert_digest_mut(d)),
+        );
+        out
+    }
+
+    /// [`check_and_insert_digests`](Self::check_and_insert_digests) through `&mut self`: the
+    /// same answers and bits without stripe locks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_segmented::GrowingFilter::builder().build()?;
+    /// let digests = [f.hash("a"), f.hash("b"), f.hash("a")];
+    /// assert_eq!(f.check_and_insert_digests_mut(&digests), [true, true, false]);
+    /// # Ok::<(), url_dedup_segmented::Error>(())
+    /// ```
+    pub fn check_and_insert_digests_mut(&mut self, digests: &[Digest]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(digests.len());
+        Self::pipelined(
+            self,
+            digests,
+            |_, &d| d,
+            |f, d| out.push(f.check_and_insert_digest_mut(d)),
         );
         out
     }
@@ -717,49 +828,39 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// ```
     pub fn contains_digests(&self, digests: &[Digest]) -> Vec<bool> {
         let mut out = Vec::with_capacity(digests.len());
-        self.pipelined(digests, |_, &d| d, |d| out.push(self.contains_digest(d)));
+        Self::pipelined(
+            &mut &*self,
+            digests,
+            |_, &d| d,
+            |f, d| out.push(f.contains_digest(d)),
+        );
         out
     }
 
-    /// Calls `apply` on the digest of every item (as `digest` computes it), in order, with the
-    /// segments of one chunk requested from memory (in every layer) while the previous chunk
-    /// is applied.
-    fn pipelined<T>(
-        &self,
+    /// Calls `apply` on the digest of every item (as `digest` computes it), in order, through
+    /// [`batch::pipelined`], with a chunk's segments requested in every layer.
+    #[inline]
+    fn pipelined<F, T>(
+        filter: &mut F,
         items: &[T],
-        digest: impl Fn(&H, &T) -> Digest + Copy,
-        mut apply: impl FnMut(Digest),
-    ) {
-        let mut ready = [Digest::default(); CHUNK];
-        let mut next = [Digest::default(); CHUNK];
-        let mut chunks = items.chunks(CHUNK);
-        let mut ready_len = match chunks.next() {
-            Some(chunk) => self.locate_chunk(chunk, digest, &mut ready),
-            None => return,
-        };
-        for chunk in chunks {
-            let next_len = self.locate_chunk(chunk, digest, &mut next);
-            ready[..ready_len].iter().for_each(|&d| apply(d));
-            std::mem::swap(&mut ready, &mut next);
-            ready_len = next_len;
-        }
-        ready[..ready_len].iter().for_each(|&d| apply(d));
-    }
-
-    fn locate_chunk<T>(
-        &self,
-        chunk: &[T],
         digest: impl Fn(&H, &T) -> Digest,
-        digests: &mut [Digest; CHUNK],
-    ) -> usize {
-        let layers = self.live_layers();
-        for (d, item) in digests.iter_mut().zip(chunk) {
-            *d = digest(&self.hasher, item);
-            for layer in layers.clone().rev() {
-                layer.store.prefetch(layer.probe(*d).segment);
-            }
-        }
-        chunk.len().min(CHUNK)
+        apply: impl FnMut(&mut F, Digest),
+    ) where
+        F: std::borrow::Borrow<Self>,
+    {
+        batch::pipelined(
+            filter,
+            items,
+            |f, item| {
+                let f = f.borrow();
+                let d = digest(&f.hasher, item);
+                for layer in f.live_layers().rev() {
+                    layer.store.prefetch(layer.probe(d).segment);
+                }
+                d
+            },
+            apply,
+        );
     }
 
     /// Whether the item may have been inserted. Never writes.

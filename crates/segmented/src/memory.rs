@@ -419,22 +419,30 @@ impl MemoryStore {
     /// ```
     #[inline(always)]
     pub fn check_and_insert_mut(&mut self, probe: Probe) -> bool {
+        self.admit_mut(probe).is_some()
+    }
+
+    /// [`check_and_insert_mut`](Self::check_and_insert_mut) that returns, for a new probe,
+    /// its stripe's admission count (as [`Admission::New`] does): a growing filter's newest
+    /// layer reports its fill from it.
+    #[inline(always)]
+    pub(crate) fn admit_mut(&mut self, probe: Probe) -> Option<u64> {
         if let Some(avx2) = self.kernel.split_line() {
             let new = self
                 .line_mut(probe.segment)
                 .is_some_and(|line| arch::split_line_insert(line, probe.seed, avx2));
-            if new {
-                self.mark_dirty_mut(probe.segment);
-                self.stripes.count_admission_mut(probe.segment);
+            if !new {
+                return None;
             }
-            return new;
+            self.mark_dirty_mut(probe.segment);
+            return Some(self.stripes.count_admission_mut(probe.segment));
         }
-        self.check_and_insert_scattered_mut(probe)
+        self.admit_scattered_mut(probe)
     }
 
     /// Out of line for the reason given at [`contains_scattered`](Self::contains_scattered).
     #[inline(never)]
-    fn check_and_insert_scattered_mut(&mut self, probe: Probe) -> bool {
+    fn admit_scattered_mut(&mut self, probe: Probe) -> Option<u64> {
         let (hashes, offsets, kernel) = (
             self.layout.hashes(),
             self.layout.offsets(probe),
@@ -457,11 +465,10 @@ impl MemoryStore {
             _ => set_offsets_mut(segment, offsets),
         };
         if missing == 0 {
-            return false;
+            return None;
         }
         self.mark_dirty_mut(probe.segment);
-        self.stripes.count_admission_mut(probe.segment);
-        true
+        Some(self.stripes.count_admission_mut(probe.segment))
     }
 
     #[inline(always)]

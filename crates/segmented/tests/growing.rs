@@ -180,4 +180,40 @@ proptest! {
         prop_assert_eq!(batched.layers(), single.layers());
         prop_assert!(urls.iter().all(|u| batched.contains(u)));
     }
+
+    /// An owner's `&mut` calls (one at a time and batched) give the shared path's answers,
+    /// layers and bits, through any number of layer changes.
+    #[test]
+    fn exclusive_calls_answer_as_shared_ones(
+        items in proptest::collection::vec(0u64..3_000, 0..2_000),
+        first in 1u64..200,
+        cut in 0usize..2_000,
+    ) {
+        let key = HashKey::from_bytes([5; 16]);
+        let build = || GrowingFilter::builder()
+            .expected_items(first)
+            .false_positive_rate(0.01)
+            .key(key)
+            .build()
+            .unwrap();
+        let (shared, mut single, mut batched) = (build(), build(), build());
+        let urls: Vec<String> = items.iter().map(|&i| url(i)).collect();
+        let expected: Vec<bool> = urls.iter().map(|u| shared.check_and_insert(u)).collect();
+        let one_by_one: Vec<bool> = urls.iter().map(|u| single.check_and_insert_mut(u)).collect();
+        prop_assert_eq!(&one_by_one, &expected);
+        let (head, tail) = urls.split_at(cut.min(urls.len()));
+        let digests: Vec<_> = tail.iter().map(|u| batched.hash(u)).collect();
+        let mut answers = batched.check_and_insert_batch_mut(head);
+        answers.extend(batched.check_and_insert_digests_mut(&digests));
+        prop_assert_eq!(&answers, &expected);
+        for f in [&single, &batched] {
+            prop_assert_eq!(f.layers(), shared.layers());
+            prop_assert_eq!(f.admitted(), shared.admitted());
+            let ones = |f: &GrowingFilter| -> Vec<u64> {
+                f.layer_stores().iter().map(|(s, _, _)| s.count_ones()).collect()
+            };
+            prop_assert_eq!(ones(f), ones(&shared));
+            prop_assert!(urls.iter().all(|u| f.contains(u)));
+        }
+    }
 }

@@ -786,11 +786,61 @@ impl UrlDedup {
     where
         I: IntoIterator<Item = (&'a [u8], KeyDigest)>,
     {
-        let (keys, digests): (Vec<&'a [u8]>, Vec<Digest>) = items
+        let (keys, digests) = self.trusted_digests(items);
+        let answers = self.exact.check_and_insert_digests(&keys, &digests);
+        self.settle_prepared(keys, answers)
+    }
+
+    /// [`check_and_insert_prepared`](Self::check_and_insert_prepared) for a deduplicator one
+    /// thread owns: the same answers, with the in-memory filters written without locks (on
+    /// x86 a locked write waits for every earlier load, so each lookup would wait out its own
+    /// cache miss before the next could start). The path a single deciding thread takes, as
+    /// the `url-dedup` command's does.
+    ///
+    /// # Errors
+    ///
+    /// As [`check_and_insert_prepared`](Self::check_and_insert_prepared).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut dedup = url_dedup::UrlDedup::builder().build()?;
+    /// let p = dedup.preparer();
+    /// let a = p.prepare(b"https://example.com/a")?;
+    /// let b = p.prepare(b"https://example.com/A")?;
+    /// let decided = dedup.check_and_insert_prepared_mut([(&*a.0, a.1), (&*b.0, b.1), (&*a.0, a.1)]);
+    /// let new: Vec<bool> = decided.iter().map(|r| r.as_ref().unwrap().0.is_new()).collect();
+    /// assert_eq!(new, [true, true, false]);
+    /// assert!(!dedup.check_and_insert("https://example.com/a")?.is_new());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn check_and_insert_prepared_mut<'a, I>(&mut self, items: I) -> Vec<Decision<Cow<'a, [u8]>>>
+    where
+        I: IntoIterator<Item = (&'a [u8], KeyDigest)>,
+    {
+        let (keys, digests) = self.trusted_digests(items);
+        let answers = self.exact.check_and_insert_digests_mut(&keys, &digests);
+        self.settle_prepared(keys, answers)
+    }
+
+    /// Splits prepared items into keys and digests, hashing again a key whose digest another
+    /// deduplicator's preparer made.
+    fn trusted_digests<'a>(
+        &self,
+        items: impl IntoIterator<Item = (&'a [u8], KeyDigest)>,
+    ) -> (Vec<&'a [u8]>, Vec<Digest>) {
+        items
             .into_iter()
             .map(|(key, digest)| (key, self.preparer.digest_of(key, digest)))
-            .unzip();
-        let answers = self.exact.check_and_insert_digests(&keys, &digests);
+            .unzip()
+    }
+
+    /// [`settle`](Self::settle) for prepared keys, which come back borrowed.
+    fn settle_prepared<'a>(
+        &self,
+        keys: Vec<&'a [u8]>,
+        answers: Result<Vec<bool>, Error>,
+    ) -> Vec<Decision<Cow<'a, [u8]>>> {
         let keys = keys.into_iter().map(|k| Ok(Cow::Borrowed(k))).collect();
         self.settle(keys, answers, |c: &Cow<'a, [u8]>| c)
     }

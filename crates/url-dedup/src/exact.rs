@@ -187,6 +187,20 @@ impl Exact {
         })
     }
 
+    /// [`check_and_insert_digests`](Self::check_and_insert_digests) for an owner: the
+    /// in-memory segmented filters write without stripe locks.
+    pub(crate) fn check_and_insert_digests_mut(
+        &mut self,
+        keys: &[&[u8]],
+        digests: &[Digest],
+    ) -> Result<Vec<bool>, Error> {
+        match self {
+            Self::Segmented(f) => Ok(f.check_and_insert_digests_mut(digests)),
+            Self::Growing(f) => Ok(f.check_and_insert_digests_mut(digests)),
+            _ => self.check_and_insert_digests(keys, digests),
+        }
+    }
+
     /// The key every digest of this filter is made with.
     pub(crate) fn key(&self) -> HashKey {
         match self {

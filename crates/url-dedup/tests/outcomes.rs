@@ -202,7 +202,7 @@ proptest! {
             let b = UrlDedup::builder().expected_urls(1_000).hash_key(key);
             if similar { b.similarity(Preset::Crawler) } else { b }.build().unwrap()
         };
-        let (a, b) = (build(), build());
+        let (mut a, b) = (build(), build());
         let show = |r: Result<(Outcome, std::borrow::Cow<'_, str>), Error>| match r {
             Ok((outcome, canonical)) => Ok((outcome, canonical.into_owned())),
             Err(e) => Err(e.to_string()),
@@ -217,21 +217,24 @@ proptest! {
     }
 
     /// Keys canonicalized and hashed on other threads are decided exactly as the same lines
-    /// given to the deduplicator whole, by every exact filter, with or without similarity.
+    /// given to the deduplicator whole, by every exact filter, with or without similarity,
+    /// through the shared or the owner's (`_mut`) call, in a filter that grows or not.
     #[test]
     fn prepared_batch_equals_bytes_batch(
         urls in prop::collection::vec("(https|HTTPS|ftp)://[a-c]\\.(example|EXAMPLE)/[a-d]{0,3}(\\?[a-c]=[0-9])?(#x)?", 0..50),
         similar in any::<bool>(),
         kind in prop::sample::select(vec![FilterKind::Growing, FilterKind::Segmented, FilterKind::Classic, FilterKind::Exact]),
         canonical in any::<bool>(),
+        owned in any::<bool>(),
+        expected in prop::sample::select(vec![4u64, 1_000]),
     ) {
         let key = HashKey::from_bytes([3; 16]);
         let build = || {
-            let b = UrlDedup::builder().expected_urls(1_000).hash_key(key).filter(kind);
+            let b = UrlDedup::builder().expected_urls(expected).hash_key(key).filter(kind);
             let b = if canonical { b } else { b.no_canonicalization() };
             if similar { b.similarity(Preset::Crawler) } else { b }.build().unwrap()
         };
-        let (a, b) = (build(), build());
+        let (mut a, b) = (build(), build());
         let show = |r: Result<(Outcome, std::borrow::Cow<'_, [u8]>), Error>| match r {
             Ok((outcome, key)) => Ok((outcome, key.into_owned())),
             Err(e) => Err(e.to_string()),
@@ -244,7 +247,13 @@ proptest! {
         });
         let mut from_prepared = Vec::new();
         let ok: Vec<_> = prepared.iter().filter_map(|p| p.as_ref().ok()).collect();
-        let mut decided = a.check_and_insert_prepared(ok.iter().map(|(k, d)| (&**k, *d))).into_iter();
+        let items = ok.iter().map(|(k, d)| (&**k, *d));
+        let mut decided = if owned {
+            a.check_and_insert_prepared_mut(items)
+        } else {
+            a.check_and_insert_prepared(items)
+        }
+        .into_iter();
         for p in &prepared {
             from_prepared.push(match p {
                 Ok(_) => show(decided.next().unwrap()),
