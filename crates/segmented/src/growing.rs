@@ -272,9 +272,9 @@ impl<H: ItemHasher> GrowingBuilder<H> {
     }
 
     /// Bits per segment. By default the smallest of 512 (one cache line), 1024, 2048 and 4096
-    /// whose size stays within 15% of a classic filter at the first layer's rate: one line at
-    /// everyday rates, a few adjacent lines for rates near one in a billion, where a single
-    /// line would need nearly twice the bits.
+    /// whose size stays within 25% of a classic filter at the first layer's rate (see
+    /// [`Layout::compact_segment_bits`]): one line at everyday rates, a few adjacent lines for
+    /// rates near one in a billion, where a single line would need nearly twice the bits.
     ///
     /// # Examples
     ///
@@ -282,7 +282,7 @@ impl<H: ItemHasher> GrowingBuilder<H> {
     /// use url_dedup_segmented::GrowingFilter;
     ///
     /// assert_eq!(GrowingFilter::builder().false_positive_rate(0.01).build()?.plan().segment_bits, 512);
-    /// assert_eq!(GrowingFilter::builder().false_positive_rate(1e-9).build()?.plan().segment_bits, 4096);
+    /// assert_eq!(GrowingFilter::builder().false_positive_rate(1e-9).build()?.plan().segment_bits, 2048);
     /// let f = GrowingFilter::builder().segment_bits(1024).build()?;
     /// assert_eq!(f.plan().segment_bits, 1024);
     /// # Ok::<(), url_dedup_segmented::Error>(())
