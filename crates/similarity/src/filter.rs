@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use url_dedup_bloom::HashKey;
 use url_dedup_bloom::sizing;
+use url_dedup_segmented::{Layout, Probe};
 
 use crate::feature_hash::ValueHasher;
 use crate::region_sizing::Regions;
@@ -58,6 +59,15 @@ pub struct SimilarityFilter {
     pub(crate) items: u64,
     scratch: Vec<u8>,
     positions: Vec<u64>,
+    located: Vec<Located>,
+}
+
+/// Where a feature value's bits are in a blocked region: the first word of its block, and
+/// the seed its offsets in the block come from.
+#[derive(Clone, Copy, Debug)]
+struct Located {
+    word: usize,
+    seed: u64,
 }
 
 /// Builds a [`SimilarityFilter`] from the two numbers document 004 asks of its user.
@@ -324,6 +334,7 @@ impl SimilarityFilter {
             items,
             scratch: Vec::with_capacity(256),
             positions: Vec::new(),
+            located: Vec::new(),
         }
     }
 
@@ -334,8 +345,30 @@ impl SimilarityFilter {
     /// See [`SimilarityFilter`].
     pub fn check_and_insert(&mut self, url: &str) -> Verdict {
         let mut scratch = std::mem::take(&mut self.scratch);
+        let verdict = match self.line_blocks() {
+            Some(layout) => {
+                let mut located = std::mem::take(&mut self.located);
+                let verdict = self.probe_blocks(layout, url, &mut scratch, &mut located);
+                if verdict.is_new() {
+                    self.set_blocks(layout, &located);
+                }
+                self.located = located;
+                verdict
+            }
+            None => self.check_and_insert_by_positions(url, &mut scratch),
+        };
+        if verdict.is_new() {
+            self.items += 1;
+        }
+        self.scratch = scratch;
+        verdict
+    }
+
+    /// [`check_and_insert`](Self::check_and_insert) through a list of every bit position:
+    /// regions that are not whole 64-bit words of blocks. Does not count the item.
+    fn check_and_insert_by_positions(&mut self, url: &str, scratch: &mut Vec<u8>) -> Verdict {
         let mut positions = std::mem::take(&mut self.positions);
-        let verdict = self.probe(url, &mut scratch, &mut positions);
+        let verdict = self.probe(url, scratch, &mut positions);
         if verdict.is_new() {
             let words = self.words.as_mut_slice();
             for &bit in &positions {
@@ -343,9 +376,7 @@ impl SimilarityFilter {
                     *word |= 1 << (bit % 64);
                 }
             }
-            self.items += 1;
         }
-        self.scratch = scratch;
         self.positions = positions;
         verdict
     }
@@ -363,8 +394,105 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check(&self, url: &str) -> Verdict {
+        let mut scratch = Vec::with_capacity(128);
+        if let Some(layout) = self.line_blocks() {
+            let mut located = Vec::with_capacity(self.features.len());
+            return self.probe_blocks(layout, url, &mut scratch, &mut located);
+        }
         let mut positions = Vec::with_capacity(self.features.len() * self.hashes() as usize);
-        self.probe(url, &mut Vec::with_capacity(128), &mut positions)
+        self.probe(url, &mut scratch, &mut positions)
+    }
+
+    /// The layout of blocked regions whose blocks are whole words (every block the default
+    /// sizing makes): their values are tested and set a word at a time, in place, without a
+    /// list of bit positions.
+    #[inline]
+    fn line_blocks(&self) -> Option<Layout> {
+        self.regions
+            .blocks
+            .filter(|l| l.segment_bits().is_multiple_of(64) && self.regions.bits.is_multiple_of(64))
+    }
+
+    /// [`probe`](Self::probe) for [`line_blocks`](Self::line_blocks): every feature's block
+    /// into `located` first, then the tests, whose loads (a cache line per feature) are
+    /// independent of one another and go to memory together.
+    fn probe_blocks(
+        &self,
+        layout: Layout,
+        url: &str,
+        scratch: &mut Vec<u8>,
+        located: &mut Vec<Located>,
+    ) -> Verdict {
+        let parts = UrlParts::parse(url);
+        located.clear();
+        let region_words = self.regions.bits / 64;
+        let block_words = layout.segment_bits() / 64;
+        for (i, feature) in self.features.iter().enumerate() {
+            scratch.clear();
+            feature.write_value(&parts, scratch);
+            let probe = layout.probe(self.hasher.hash(scratch).halves);
+            located.push(Located {
+                word: (i as u64 * region_words + probe.segment * block_words) as usize,
+                seed: probe.seed,
+            });
+        }
+        let words = self.words.as_slice();
+        let block_words = block_words as usize;
+        // One load per cache line of every block, back to back, so that the misses of all
+        // features go to memory together: a test folds over all of a value's offsets, long
+        // enough that the next feature's first load would otherwise wait behind it.
+        let touched = located.iter().fold(0, |acc, at| {
+            (0..block_words).step_by(8).fold(acc, |acc, line| {
+                acc ^ words.get(at.word + line).copied().unwrap_or_default()
+            })
+        });
+        std::hint::black_box(touched);
+        let mut mask = 0u64;
+        for (i, at) in located.iter().enumerate() {
+            let block = words
+                .get(at.word..at.word + block_words)
+                .unwrap_or_default();
+            let missing = layout.fold_offsets(
+                Probe {
+                    segment: 0,
+                    seed: at.seed,
+                },
+                0,
+                |missing, offset| {
+                    let bit = 1u64 << (offset % 64);
+                    missing | block.get((offset / 64) as usize).map_or(bit, |w| bit & !w)
+                },
+            );
+            mask |= u64::from(missing == 0) << i;
+        }
+        let matches = Matches::new(mask, self.features.len());
+        if matches.all() {
+            Verdict::Similar(matches)
+        } else {
+            Verdict::New(matches)
+        }
+    }
+
+    /// Sets the bits of the values [`probe_blocks`](Self::probe_blocks) located.
+    fn set_blocks(&mut self, layout: Layout, located: &[Located]) {
+        let block_words = (layout.segment_bits() / 64) as usize;
+        let words = self.words.as_mut_slice();
+        for at in located {
+            if let Some(block) = words.get_mut(at.word..at.word + block_words) {
+                layout.fold_offsets(
+                    Probe {
+                        segment: 0,
+                        seed: at.seed,
+                    },
+                    (),
+                    |(), offset| {
+                        if let Some(w) = block.get_mut((offset / 64) as usize) {
+                            *w |= 1 << (offset % 64);
+                        }
+                    },
+                );
+            }
+        }
     }
 
     /// Computes every feature's bit positions into `positions` and which features matched.
@@ -690,5 +818,44 @@ mod tests {
             f.raw_words().to_vec()
         };
         assert_ne!(build(1), build(2));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// Blocked regions tested and set a word at a time give the verdicts and bits of the
+        /// list of every bit position (the path of the other region sizings), for blocks of
+        /// one to eight cache lines and any rate.
+        #[test]
+        fn whole_word_blocks_set_the_positions_bits(
+            urls in proptest::collection::vec("https://[a-c]\\.example/[a-d]{0,2}/[a-d]{1,3}(\\?[a-c]=[0-9])?", 1..120),
+            block_bits in proptest::sample::select(vec![512u64, 1024, 2048, 4096]),
+            fpr in proptest::sample::select(vec![0.1, 0.01, 1e-6, 1e-9]),
+        ) {
+            let mut fast = SimilarityFilter::builder()
+                .expected_items(40)
+                .false_positive_rate(fpr)
+                .hash_key(HashKey::from_bytes([7; 16]))
+                .feature_hash(FeatureHash::SipHash13)
+                .build()
+                .unwrap();
+            let layout = Layout::for_items(40, fpr, block_bits).unwrap();
+            fast.regions = Regions {
+                bits: layout.bits(),
+                hashes: layout.hashes(),
+                blocks: Some(layout),
+            };
+            fast.words = Words::zeroed(words_for(layout.bits(), 7).unwrap() as usize).unwrap();
+            let mut slow = fast.clone();
+            proptest::prop_assert!(fast.line_blocks().is_some());
+            let mut scratch = Vec::new();
+            for url in &urls {
+                let checked = fast.check(url);
+                let by_positions = slow.check_and_insert_by_positions(url, &mut scratch);
+                proptest::prop_assert_eq!(checked, by_positions);
+                proptest::prop_assert_eq!(fast.check_and_insert(url), by_positions);
+                proptest::prop_assert_eq!(fast.raw_words(), slow.raw_words());
+            }
+        }
     }
 }
