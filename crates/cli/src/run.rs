@@ -149,6 +149,19 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
             stats.invalid, SHOWN_INVALID
         );
     }
+    if let Some(rate) = dedup.similarity_false_positive_rate()
+        && rate > 10.0 * args.fpr
+    {
+        // The similarity filter does not grow: past its size, URLs that differ from earlier
+        // ones in one feature only start to be folded by chance. Say so, with the fix.
+        eprintln!(
+            "url-dedup: warning: the similarity filter was sized for {} URLs and is past it: a \
+             URL that differs from earlier ones in a single feature is now folded by chance \
+             with probability {rate:.1e} (asked: {:.1e}); give -n the number of distinct URLs",
+            dedup.expected_urls(),
+            args.fpr
+        );
+    }
     if dedup.is_over_capacity() {
         eprintln!(
             "url-dedup: warning: the filter could not grow (out of memory?) and holds more URLs \

@@ -37,6 +37,10 @@ impl Stats {
         } else {
             "not known (the filter is in Redis)".to_owned()
         };
+        let similar_rate = dedup
+            .similarity_false_positive_rate()
+            .map(|r| format!("similar rate {r:>11.1e} (a new feature value taken for seen, now)\n"))
+            .unwrap_or_default();
         format!(
             "lines       {:>12}\n\
              new (kept)  {:>12}\n\
@@ -46,6 +50,7 @@ impl Stats {
              empty       {:>12}\n\
              lost        {drops}\n\
              filter      {:>12} bytes ({per_url})\n\
+             {similar_rate}\
              elapsed     {:>12.3} s ({:.0} lines/s)\n",
             self.lines,
             self.new,

@@ -704,6 +704,74 @@ impl SimilarityFilter {
         }
     }
 
+    /// The probability, read from the bits now set, that a never-seen value of the fullest
+    /// region is taken for seen: for each region the mean over its blocks of (fill of the
+    /// block)^`h` (blocked), or (fill of the region)^`h` (the others), `h` bits per value;
+    /// the largest over the regions.
+    ///
+    /// Unlike [`expected_false_positive_rate`](Self::expected_false_positive_rate), which
+    /// assumes every URL brought a new value to every region, this counts what the regions
+    /// hold: a site feature's region fills with sites, not URLs. It tells whether a filter
+    /// handed more URLs than it was sized for still keeps its rate. Reads every word.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut f = url_dedup_similarity::SimilarityFilter::builder()
+    ///     .expected_items(100)
+    ///     .false_positive_rate(0.01)
+    ///     .build()?;
+    /// assert_eq!(f.measured_false_positive_rate(), 0.0);
+    /// for i in 0..100 {
+    ///     f.check_and_insert(&format!("https://site{i}.example/dir{i}/page{i}?q{i}=1"));
+    /// }
+    /// // At the size it was built for: about its target.
+    /// assert!(f.measured_false_positive_rate() < 0.02);
+    /// for i in 100..2_000 {
+    ///     f.check_and_insert(&format!("https://site{i}.example/dir{i}/page{i}?q{i}=1"));
+    /// }
+    /// // Twenty times its size: the regions are nearly full.
+    /// assert!(f.measured_false_positive_rate() > 0.5);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn measured_false_positive_rate(&self) -> f64 {
+        let words = self.words.as_slice();
+        let hashes = i32::try_from(self.regions.hashes).unwrap_or(i32::MAX);
+        // The share of set bits in `bits` bits from bit `from`; a word at a time where the
+        // range is whole words (blocked regions always are).
+        let fill = |from: u64, bits: u64| -> f64 {
+            let ones: u64 = if from.is_multiple_of(64) && bits.is_multiple_of(64) {
+                let range = (from / 64) as usize..((from + bits) / 64) as usize;
+                let set = words.get(range).unwrap_or_default();
+                set.iter().map(|w| u64::from(w.count_ones())).sum()
+            } else {
+                (from..from + bits)
+                    .map(|b| {
+                        words
+                            .get((b / 64) as usize)
+                            .map_or(0, |w| w >> (b % 64) & 1)
+                    })
+                    .sum()
+            };
+            ones as f64 / bits.max(1) as f64
+        };
+        (0..self.features.len() as u64)
+            .map(|i| {
+                let base = i * self.regions.bits;
+                match self.regions.blocks {
+                    Some(layout) => {
+                        let (block, blocks) = (layout.segment_bits(), layout.segments());
+                        (0..blocks)
+                            .map(|b| fill(base + b * block, block).powi(hashes))
+                            .sum::<f64>()
+                            / blocks.max(1) as f64
+                    }
+                    None => fill(base, self.regions.bits).powi(hashes),
+                }
+            })
+            .fold(0.0, f64::max)
+    }
+
     /// The hash applied to feature values.
     ///
     /// # Examples

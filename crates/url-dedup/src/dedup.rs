@@ -1067,6 +1067,36 @@ impl UrlDedup {
         self.exact.false_positive_rate()
     }
 
+    /// With a similarity filter, the chance, read from its bits now, that a never-seen value
+    /// of its fullest feature region is taken for seen (see
+    /// [`SimilarityFilter::measured_false_positive_rate`](url_dedup_similarity::SimilarityFilter::measured_false_positive_rate)).
+    /// The similarity filter keeps the size it was built with: past it, this rises above the
+    /// requested rate, and URLs that differ from earlier ones in a single feature start to be
+    /// folded by chance. `None` without a similarity filter. Reads all of its bits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::{UrlDedup, similarity::Preset};
+    ///
+    /// let d = UrlDedup::builder().expected_urls(100).false_positive_rate(0.01).similarity(Preset::Crawler).build()?;
+    /// for i in 0..5_000 {
+    ///     d.check_and_insert(&format!("https://site{i}.example/dir{i}/page{i}"))?;
+    /// }
+    /// // Fifty times its size: the exact filter grew, the similarity filter did not.
+    /// assert!(d.false_positive_rate() < 0.01);
+    /// assert!(d.similarity_false_positive_rate().unwrap() > 0.01);
+    /// assert_eq!(UrlDedup::builder().build()?.similarity_false_positive_rate(), None);
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn similarity_false_positive_rate(&self) -> Option<f64> {
+        #[cfg(feature = "similarity")]
+        if let Some(sim) = &self.similarity {
+            return Some(lock(sim).measured_false_positive_rate());
+        }
+        None
+    }
+
     /// Bytes of filter state (in this process, or in Redis for a shared filter).
     ///
     /// # Examples

@@ -202,7 +202,7 @@ proptest! {
             let b = UrlDedup::builder().expected_urls(1_000).hash_key(key);
             if similar { b.similarity(Preset::Crawler) } else { b }.build().unwrap()
         };
-        let (mut a, b) = (build(), build());
+        let (a, b) = (build(), build());
         let show = |r: Result<(Outcome, std::borrow::Cow<'_, str>), Error>| match r {
             Ok((outcome, canonical)) => Ok((outcome, canonical.into_owned())),
             Err(e) => Err(e.to_string()),
