@@ -17,9 +17,28 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Asks the CPU to bring the cache line holding `value` into L1. No effect on results.
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
 #[inline(always)]
 pub(crate) fn prefetch<T>(value: &T) {
+    prefetch_line(value);
+}
+
+/// Asks the CPU to bring the cache line holding `value` into its nearest cache, so that a
+/// read of it a little later does not wait for memory. A hint: it changes no result, and does
+/// nothing on CPUs other than x86_64. Batches of filters built on the workspace's layouts
+/// (the similarity filter's blocked regions, for one) request a chunk's lines with it before
+/// testing any.
+///
+/// # Examples
+///
+/// ```
+/// let words = vec![0u64; 1 << 20];
+/// url_dedup_segmented::prefetch_line(&words[12_345]);
+/// assert_eq!(words[12_345], 0);
+/// ```
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[inline(always)]
+pub fn prefetch_line<T>(value: &T) {
     use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
     // SAFETY: `_mm_prefetch` is `unsafe` only because it is a `target_feature(sse)` intrinsic.
     // SSE is part of the x86_64 baseline, so the instruction always exists, and PREFETCHT0 is
@@ -27,6 +46,11 @@ pub(crate) fn prefetch<T>(value: &T) {
     // writes nothing. The pointer comes from a live reference anyway.
     unsafe { _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>()) }
 }
+
+/// Elsewhere: nothing (a hint may be ignored).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub fn prefetch_line<T>(_value: &T) {}
 
 /// Elsewhere: a plain load, which still overlaps the misses of one chunk.
 #[cfg(not(target_arch = "x86_64"))]

@@ -158,6 +158,7 @@ mod serde_impl;
 mod store;
 mod stripes;
 
+pub use arch::prefetch_line;
 pub use builder::Builder;
 pub use error::Error;
 pub use filter::SegmentedBloomFilter;

@@ -10,7 +10,6 @@ use url_dedup_canon::{Canonicalizer, Policy};
 #[cfg(feature = "similarity")]
 use url_dedup_similarity::{FeatureHash, Preset, SimilarityFilter};
 
-#[cfg(feature = "similarity")]
 use crate::Explanation;
 use crate::exact::Exact;
 use crate::{Error, FilterKind, KeyDigest, Outcome, Preparer};
@@ -873,16 +872,36 @@ impl UrlDedup {
     ) -> Vec<Decision<C>> {
         let answers = answers.map_err(|e| (e.is_reset(), e.to_string()));
         let mut new = answers.as_deref().unwrap_or_default().iter().copied();
-        canonical
+        let paired: Vec<Result<(bool, C), Error>> = canonical
             .into_iter()
             .map(|c| {
                 let c = c?;
-                let new = match (&answers, new.next()) {
-                    (Ok(_), Some(new)) => new,
-                    (Ok(_), None) => return Err(Error::Store("missing answer".into())),
-                    (Err(failure), _) => return Err(batch_error(failure)),
+                match (&answers, new.next()) {
+                    (Ok(_), Some(new)) => Ok((new, c)),
+                    (Ok(_), None) => Err(Error::Store("missing answer".into())),
+                    (Err(failure), _) => Err(batch_error(failure)),
+                }
+            })
+            .collect();
+        // The URLs the exact filter calls new go to the similarity filter in one batch, in
+        // order, as one call each would.
+        let mut similar = self
+            .similar_batch(
+                paired
+                    .iter()
+                    .filter_map(|p| p.as_ref().ok().filter(|(new, _)| *new))
+                    .map(|(_, c)| bytes(c)),
+            )
+            .into_iter();
+        paired
+            .into_iter()
+            .map(|p| {
+                let (new, c) = p?;
+                let outcome = match (new, new.then(|| similar.next()).flatten().flatten()) {
+                    (false, _) => Outcome::Duplicate,
+                    (true, Some(explanation)) => Outcome::Similar(explanation),
+                    (true, None) => Outcome::New,
                 };
-                let outcome = self.after_exact(new, bytes(&c));
                 Ok((outcome, c))
             })
             .collect()
@@ -979,24 +998,44 @@ impl UrlDedup {
         if !new {
             return Outcome::Duplicate;
         }
-        #[cfg(feature = "similarity")]
-        // Only with a similarity filter: checking UTF-8 costs a pass over every new key.
-        if let Some(sim) = &self.similarity
-            && let Ok(canonical) = std::str::from_utf8(canonical)
-        {
-            let mut sim = lock(sim);
-            let verdict = sim.check_and_insert(canonical);
-            if verdict.is_similar() {
-                let explanation = sim.explain(&verdict);
-                return Outcome::Similar(Explanation {
-                    features: explanation
-                        .features()
-                        .map(|(name, seen)| (name.to_owned(), seen))
-                        .collect(),
-                });
-            }
+        match self.similar_batch([canonical]).pop().flatten() {
+            Some(explanation) => Outcome::Similar(explanation),
+            None => Outcome::New,
         }
-        Outcome::New
+    }
+
+    /// Asks the similarity filter about URLs the exact filter called new, in order, in one
+    /// batch: for each, the explanation when it is similar to an earlier one. Without a
+    /// similarity filter (or for a key that is not UTF-8) `None`.
+    fn similar_batch<'k>(
+        &self,
+        canonical: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Vec<Option<Explanation>> {
+        #[cfg(feature = "similarity")]
+        if let Some(sim) = &self.similarity {
+            // Only with a similarity filter: checking UTF-8 costs a pass over every new key.
+            let keys: Vec<Option<&str>> = canonical
+                .into_iter()
+                .map(|c| std::str::from_utf8(c).ok())
+                .collect();
+            let text: Vec<&str> = keys.iter().flatten().copied().collect();
+            let mut sim = lock(sim);
+            let mut verdicts = sim.check_and_insert_batch(&text).into_iter();
+            return keys
+                .iter()
+                .map(|k| {
+                    let verdict = k.and_then(|_| verdicts.next())?;
+                    verdict.is_similar().then(|| Explanation {
+                        features: sim
+                            .explain(&verdict)
+                            .features()
+                            .map(|(name, seen)| (name.to_owned(), seen))
+                            .collect(),
+                    })
+                })
+                .collect();
+        }
+        canonical.into_iter().map(|_| None).collect()
     }
 
     /// The number of distinct URLs the filters were sized for.
