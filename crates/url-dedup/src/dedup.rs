@@ -1005,8 +1005,9 @@ impl UrlDedup {
     }
 
     /// Asks the similarity filter about URLs the exact filter called new, in order, in one
-    /// batch: for each, the explanation when it is similar to an earlier one. Without a
-    /// similarity filter (or for a key that is not UTF-8) `None`.
+    /// batch: for each, the explanation when it is similar to an earlier one, `None` when it
+    /// is not (or its key is not UTF-8). Without a similarity filter, no answers at all: the
+    /// callers read a missing answer as `None`.
     fn similar_batch<'k>(
         &self,
         canonical: impl IntoIterator<Item = &'k [u8]>,
@@ -1035,7 +1036,9 @@ impl UrlDedup {
                 })
                 .collect();
         }
-        canonical.into_iter().map(|_| None).collect()
+        // Nothing to ask: no answer is `None` for every URL, and nothing is allocated.
+        drop(canonical);
+        Vec::new()
     }
 
     /// The number of distinct URLs the filters were sized for.
