@@ -57,9 +57,17 @@ pub struct SimilarityFilter {
     pub(crate) expected_items: u64,
     pub(crate) fpr: f64,
     pub(crate) items: u64,
-    scratch: Vec<u8>,
-    positions: Vec<u64>,
+    scratch: Scratch,
+}
+
+/// Buffers a check reuses from URL to URL: the feature value being hashed, and where each
+/// value's bits are (a block per value for [`line_blocks`](SimilarityFilter::line_blocks),
+/// every bit position otherwise).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Scratch {
+    value: Vec<u8>,
     located: Vec<Located>,
+    positions: Vec<u64>,
 }
 
 /// URLs of a [batch](SimilarityFilter::check_and_insert_batch) whose values are hashed and
@@ -337,10 +345,24 @@ impl SimilarityFilter {
             expected_items,
             fpr,
             items,
-            scratch: Vec::with_capacity(256),
-            positions: Vec::new(),
-            located: Vec::new(),
+            scratch: Scratch::default(),
         }
+    }
+
+    /// An empty filter with this one's features, key, feature hash and region sizing, sized
+    /// for `expected_items` URLs at rate `fpr`: the next layer of a
+    /// [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter).
+    pub(crate) fn empty_like(&self, expected_items: u64, fpr: f64) -> Result<Self, Error> {
+        Builder {
+            expected_items,
+            fpr,
+            features: self.features.clone(),
+            key: self.key,
+            region_bits: None,
+            sizing: self.sizing,
+            hash: self.hash,
+        }
+        .build()
     }
 
     /// Checks `url` and records it when it is new.
@@ -350,40 +372,55 @@ impl SimilarityFilter {
     /// See [`SimilarityFilter`].
     pub fn check_and_insert(&mut self, url: &str) -> Verdict {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let verdict = match self.line_blocks() {
-            Some(layout) => {
-                let mut located = std::mem::take(&mut self.located);
-                let verdict = self.probe_blocks(layout, url, &mut scratch, &mut located);
-                if verdict.is_new() {
-                    self.set_blocks(layout, &located);
-                }
-                self.located = located;
-                verdict
-            }
-            None => self.check_and_insert_by_positions(url, &mut scratch),
-        };
-        if verdict.is_new() {
-            self.items += 1;
-        }
+        let verdict = self.check_and_insert_seen(url, 0, &mut scratch);
         self.scratch = scratch;
         verdict
     }
 
-    /// [`check_and_insert`](Self::check_and_insert) through a list of every bit position:
-    /// regions that are not whole 64-bit words of blocks. Does not count the item.
-    fn check_and_insert_by_positions(&mut self, url: &str, scratch: &mut Vec<u8>) -> Verdict {
-        let mut positions = std::mem::take(&mut self.positions);
-        let verdict = self.probe(url, scratch, &mut positions);
+    /// [`check_and_insert`](Self::check_and_insert) for a URL whose features in `seen` (a
+    /// mask, bit `i` for feature `i`) matched elsewhere, in an older layer of a
+    /// [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter): they count as matched, and
+    /// the URL is recorded only if the features matched here and there are not all of them.
+    pub(crate) fn check_and_insert_seen(
+        &mut self,
+        url: &str,
+        seen: u64,
+        scratch: &mut Scratch,
+    ) -> Verdict {
+        let verdict = self.decide(url, seen, scratch);
         if verdict.is_new() {
-            let words = self.words.as_mut_slice();
-            for &bit in &positions {
-                if let Some(word) = words.get_mut((bit / 64) as usize) {
-                    *word |= 1 << (bit % 64);
+            self.record(scratch);
+        }
+        verdict
+    }
+
+    /// The verdict for `url` with the features in `seen` counted as matched; leaves where its
+    /// values' bits are in `scratch`, for [`record`](Self::record).
+    pub(crate) fn decide(&self, url: &str, seen: u64, scratch: &mut Scratch) -> Verdict {
+        match self.line_blocks() {
+            Some(layout) => {
+                scratch.located.clear();
+                self.locate(layout, url, &mut scratch.value, &mut scratch.located);
+                self.verdict_of(layout, &scratch.located, seen)
+            }
+            None => self.probe(url, &mut scratch.value, &mut scratch.positions, seen),
+        }
+    }
+
+    /// Sets the bits [`decide`](Self::decide) left in `scratch` and counts the URL.
+    fn record(&mut self, scratch: &Scratch) {
+        match self.line_blocks() {
+            Some(layout) => self.set_blocks(layout, &scratch.located),
+            None => {
+                let words = self.words.as_mut_slice();
+                for &bit in &scratch.positions {
+                    if let Some(word) = words.get_mut((bit / 64) as usize) {
+                        *word |= 1 << (bit % 64);
+                    }
                 }
             }
         }
-        self.positions = positions;
-        verdict
+        self.items += 1;
     }
 
     /// [`check_and_insert`](Self::check_and_insert) for many URLs: the same verdicts and bits
@@ -419,15 +456,15 @@ impl SimilarityFilter {
         let mut out = Vec::with_capacity(urls.len());
         let mut chunks = urls.chunks(BATCH_CHUNK);
         for url in chunks.next().unwrap_or_default() {
-            self.locate(layout, url.as_ref(), &mut scratch, &mut ready);
+            self.locate(layout, url.as_ref(), &mut scratch.value, &mut ready);
         }
         while !ready.is_empty() {
             next.clear();
             for url in chunks.next().unwrap_or_default() {
-                self.locate(layout, url.as_ref(), &mut scratch, &mut next);
+                self.locate(layout, url.as_ref(), &mut scratch.value, &mut next);
             }
             for located in ready.chunks(features.max(1)) {
-                let verdict = self.verdict_of(layout, located);
+                let verdict = self.verdict_of(layout, located, 0);
                 if verdict.is_new() {
                     self.set_blocks(layout, located);
                     self.items += 1;
@@ -453,13 +490,7 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check(&self, url: &str) -> Verdict {
-        let mut scratch = Vec::with_capacity(128);
-        if let Some(layout) = self.line_blocks() {
-            let mut located = Vec::with_capacity(self.features.len());
-            return self.probe_blocks(layout, url, &mut scratch, &mut located);
-        }
-        let mut positions = Vec::with_capacity(self.features.len() * self.hashes() as usize);
-        self.probe(url, &mut scratch, &mut positions)
+        self.decide(url, 0, &mut Scratch::default())
     }
 
     /// The layout of blocked regions whose blocks are whole words (every block the default
@@ -470,21 +501,6 @@ impl SimilarityFilter {
         self.regions
             .blocks
             .filter(|l| l.segment_bits().is_multiple_of(64) && self.regions.bits.is_multiple_of(64))
-    }
-
-    /// [`probe`](Self::probe) for [`line_blocks`](Self::line_blocks): every feature's block
-    /// located and requested from memory first, then the tests, so that the misses of all
-    /// features are in flight together.
-    fn probe_blocks(
-        &self,
-        layout: Layout,
-        url: &str,
-        scratch: &mut Vec<u8>,
-        located: &mut Vec<Located>,
-    ) -> Verdict {
-        located.clear();
-        self.locate(layout, url, scratch, located);
-        self.verdict_of(layout, located)
     }
 
     /// Appends where each feature value of `url` lies (one [`Located`] per feature, in order)
@@ -511,11 +527,12 @@ impl SimilarityFilter {
         }
     }
 
-    /// The verdict for one URL's [`locate`](Self::locate)d values (one per feature).
-    fn verdict_of(&self, layout: Layout, located: &[Located]) -> Verdict {
+    /// The verdict for one URL's [`locate`](Self::locate)d values (one per feature), the
+    /// features in `seen` counted as matched.
+    fn verdict_of(&self, layout: Layout, located: &[Located], seen: u64) -> Verdict {
         let words = self.words.as_slice();
         let block_words = (layout.segment_bits() / 64) as usize;
-        let mut mask = 0u64;
+        let mut mask = seen;
         for (i, at) in located.iter().enumerate() {
             let block = words
                 .get(at.word..at.word + block_words)
@@ -538,7 +555,7 @@ impl SimilarityFilter {
         }
     }
 
-    /// Sets the bits of the values [`probe_blocks`](Self::probe_blocks) located.
+    /// Sets the bits of the values [`locate`](Self::locate) found.
     fn set_blocks(&mut self, layout: Layout, located: &[Located]) {
         let block_words = (layout.segment_bits() / 64) as usize;
         let words = self.words.as_mut_slice();
@@ -565,7 +582,13 @@ impl SimilarityFilter {
     /// All positions come first, the tests after: the tests' loads do not depend on one
     /// another, so the memory accesses of every feature are in flight together instead of
     /// each waiting behind the hashing of the next value.
-    fn probe(&self, url: &str, scratch: &mut Vec<u8>, positions: &mut Vec<u64>) -> Verdict {
+    fn probe(
+        &self,
+        url: &str,
+        scratch: &mut Vec<u8>,
+        positions: &mut Vec<u64>,
+        seen: u64,
+    ) -> Verdict {
         let parts = UrlParts::parse(url);
         positions.clear();
         let Regions {
@@ -601,7 +624,7 @@ impl SimilarityFilter {
                 .get((bit / 64) as usize)
                 .is_some_and(|w| w >> (bit % 64) & 1 == 1)
         };
-        let mut mask = 0u64;
+        let mut mask = seen;
         let mut start = 0;
         for (i, &end) in ends.iter().enumerate().take(self.features.len()) {
             let matched = positions[start..end].iter().all(is_set);
@@ -953,6 +976,21 @@ mod tests {
         assert_ne!(build(1), build(2));
     }
 
+    /// `check_and_insert` through the list of every bit position, the path of regions that
+    /// are not whole words of blocks, whatever the filter's regions.
+    fn insert_by_positions(f: &mut SimilarityFilter, url: &str) -> Verdict {
+        let mut scratch = Scratch::default();
+        let verdict = f.probe(url, &mut scratch.value, &mut scratch.positions, 0);
+        if verdict.is_new() {
+            let words = f.words.as_mut_slice();
+            for &bit in &scratch.positions {
+                words[(bit / 64) as usize] |= 1 << (bit % 64);
+            }
+            f.items += 1;
+        }
+        verdict
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
@@ -982,11 +1020,10 @@ mod tests {
             let mut slow = fast.clone();
             let mut batched = fast.clone();
             proptest::prop_assert!(fast.line_blocks().is_some());
-            let mut scratch = Vec::new();
             let mut verdicts = Vec::new();
             for url in &urls {
                 let checked = fast.check(url);
-                let by_positions = slow.check_and_insert_by_positions(url, &mut scratch);
+                let by_positions = insert_by_positions(&mut slow, url);
                 proptest::prop_assert_eq!(checked, by_positions);
                 proptest::prop_assert_eq!(fast.check_and_insert(url), by_positions);
                 proptest::prop_assert_eq!(fast.raw_words(), slow.raw_words());

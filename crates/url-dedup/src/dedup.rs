@@ -8,7 +8,7 @@ use url_dedup_bloom::hash::Digest;
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params, SnapshotError};
 use url_dedup_canon::{Canonicalizer, Policy};
 #[cfg(feature = "similarity")]
-use url_dedup_similarity::{FeatureHash, Preset, SimilarityFilter};
+use url_dedup_similarity::{FeatureHash, GrowingSimilarityFilter, Preset, SimilarityFilter};
 
 use crate::Explanation;
 use crate::exact::Exact;
@@ -63,7 +63,7 @@ pub struct UrlDedup {
     preparer: Preparer,
     exact: Exact,
     #[cfg(feature = "similarity")]
-    similarity: Option<Mutex<SimilarityFilter>>,
+    similarity: Option<Mutex<GrowingSimilarityFilter>>,
     /// The configuration a state snapshot records ([`Builder::config_text`]).
     config: String,
 }
@@ -392,15 +392,18 @@ impl Builder {
                     Preset::Document004 => FeatureHash::Md5,
                     _ => FeatureHash::SipHash13,
                 };
+                // It grows as the exact filter does: its first layer at the share of the rate
+                // that leaves room for every later one.
+                let tightening = url_dedup_bloom::sizing::Growth::default().tightening;
                 let mut b = SimilarityFilter::builder()
                     .expected_items(self.expected_urls)
-                    .false_positive_rate(self.fpr)
+                    .false_positive_rate(self.fpr * (1.0 - tightening))
                     .preset(preset)
                     .feature_hash(hash);
                 if let Some(key) = self.key {
                     b = b.hash_key(key);
                 }
-                Some(Mutex::new(b.build()?))
+                Some(Mutex::new(GrowingSimilarityFilter::new(b.build()?)))
             }
             None => None,
         };
@@ -476,7 +479,9 @@ impl Builder {
             return Err(Error::StateMismatch("unknown state layout version"));
         }
         let tag = p.u16()?;
-        let has_similarity = p.u16()? == 1;
+        // Layers of the similarity filter (states before it grew hold 0 or 1).
+        let similarity_layers = p.u16()?;
+        let has_similarity = similarity_layers > 0;
         let recorded = match layout {
             1 => None,
             _ => Some(String::from_utf8_lossy(p.field()?).into_owned()),
@@ -520,7 +525,16 @@ impl Builder {
         let exact = self.exact(Some((tag, &mut input)), limits)?;
         #[cfg(feature = "similarity")]
         let similarity = match (has_similarity, self.similarity.is_some()) {
-            (true, true) => Some(Mutex::new(SimilarityFilter::read_from(&mut input)?)),
+            (true, true) => {
+                // Layers double: 64 of them would be 2^63 times the first's size.
+                if similarity_layers > 64 {
+                    return Err(Error::StateMismatch("more similarity layers than can be"));
+                }
+                let layers = (0..similarity_layers)
+                    .map(|_| SimilarityFilter::read_from(&mut input))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some(Mutex::new(GrowingSimilarityFilter::from_layers(layers)?))
+            }
             (false, false) => None,
             (true, false) => {
                 return Err(Error::StateMismatch(
@@ -1110,11 +1124,12 @@ impl UrlDedup {
     }
 
     /// With a similarity filter, the chance, read from its bits now, that a never-seen value
-    /// of its fullest feature region is taken for seen (see
+    /// of a feature is taken for seen (the sum over its layers of
     /// [`SimilarityFilter::measured_false_positive_rate`](url_dedup_similarity::SimilarityFilter::measured_false_positive_rate)).
-    /// The similarity filter keeps the size it was built with: past it, this rises above the
-    /// requested rate, and URLs that differ from earlier ones in a single feature start to be
-    /// folded by chance. `None` without a similarity filter. Reads all of its bits.
+    /// The similarity filter grows as the exact filter does and keeps this below the requested
+    /// rate; it rises above only if a layer could not be added (out of memory), when URLs that
+    /// differ from earlier ones in a single feature start to be folded by chance. `None`
+    /// without a similarity filter. Reads all of its bits.
     ///
     /// # Examples
     ///
@@ -1125,9 +1140,9 @@ impl UrlDedup {
     /// for i in 0..5_000 {
     ///     d.check_and_insert(&format!("https://site{i}.example/dir{i}/page{i}"))?;
     /// }
-    /// // Fifty times its size: the exact filter grew, the similarity filter did not.
+    /// // Fifty times its first size: both filters grew and kept their rates.
     /// assert!(d.false_positive_rate() < 0.01);
-    /// assert!(d.similarity_false_positive_rate().unwrap() > 0.01);
+    /// assert!(d.similarity_false_positive_rate().unwrap() < 0.02);
     /// assert_eq!(UrlDedup::builder().build()?.similarity_false_positive_rate(), None);
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
@@ -1172,13 +1187,13 @@ impl UrlDedup {
     /// See [`Builder::restore`].
     pub fn write_to<W: Write>(&self, mut out: W) -> Result<(), Error> {
         #[cfg(feature = "similarity")]
-        let has_similarity = self.similarity.is_some();
+        let similarity_layers = self.similarity.as_ref().map_or(0, |s| lock(s).layers());
         #[cfg(not(feature = "similarity"))]
-        let has_similarity = false;
+        let similarity_layers = 0;
         let mut p = Params::new();
         p.put_u16(STATE_LAYOUT)
             .put_u16(self.exact.tag())
-            .put_u16(u16::from(has_similarity))
+            .put_u16(u16::try_from(similarity_layers).unwrap_or(u16::MAX))
             .put_field(self.config.as_bytes());
         snapshot::write(
             &mut out,
@@ -1190,7 +1205,10 @@ impl UrlDedup {
         self.exact.write_to(&mut out)?;
         #[cfg(feature = "similarity")]
         if let Some(sim) = &self.similarity {
-            lock(sim).write_to(&mut out)?;
+            let sim = lock(sim);
+            for layer in (0..sim.layers()).filter_map(|i| sim.layer(i)) {
+                layer.write_to(&mut out)?;
+            }
         }
         Ok(())
     }
@@ -1199,7 +1217,7 @@ impl UrlDedup {
 /// A poisoned lock only means another thread panicked while holding it; the filter's bits are
 /// still valid (a partially set item is at worst re-admitted once), so keep going.
 #[cfg(feature = "similarity")]
-fn lock(m: &Mutex<SimilarityFilter>) -> MutexGuard<'_, SimilarityFilter> {
+fn lock(m: &Mutex<GrowingSimilarityFilter>) -> MutexGuard<'_, GrowingSimilarityFilter> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

@@ -120,6 +120,43 @@ fn concurrent_callers_share_one_state() {
     );
 }
 
+/// A similarity filter that grew past its first layer is written and read back whole: the
+/// restored deduplicator folds exactly what the original folds, including URLs whose features
+/// were recorded in different layers.
+#[test]
+fn a_grown_similarity_filter_round_trips_through_a_state() {
+    let build = || {
+        UrlDedup::builder()
+            .expected_urls(50)
+            .similarity(Preset::Crawler)
+            .hash_key(HashKey::from_bytes([8; 16]))
+    };
+    let d = build().build().unwrap();
+    for i in 0..2_000 {
+        d.check_and_insert(&format!("https://s{}.example/d{i}/p{i}.html", i % 9))
+            .unwrap();
+    }
+    // Grown: several layers of each filter.
+    assert!(d.memory_bytes() > 8 * build().build().unwrap().memory_bytes());
+    let mut state = Vec::new();
+    d.write_to(&mut state).unwrap();
+    let r = build().restore(&state[..]).unwrap();
+    assert_eq!(r.memory_bytes(), d.memory_bytes());
+    for i in 0..300 {
+        // Other query values: similar to what was recorded, in whichever layer.
+        let near = format!("https://s{}.example/d{i}/p{i}.html?ref=rss", i % 9);
+        let far = format!("https://other{i}.example/x{i}/y{i}.php");
+        let restored = r.check_and_insert(&near).unwrap();
+        assert_eq!(restored, d.check_and_insert(&near).unwrap(), "{near}");
+        assert!(matches!(restored, Outcome::Similar(_)), "{near}");
+        assert_eq!(
+            r.check_and_insert(&far).unwrap(),
+            d.check_and_insert(&far).unwrap(),
+            "{far}"
+        );
+    }
+}
+
 #[test]
 fn state_round_trip_keeps_every_url() {
     let d = UrlDedup::builder()
