@@ -97,6 +97,7 @@ impl ValueHasher {
 
 /// A feature value's hash: two halves for multi-bit regions, and for MD5 the whole 128-bit
 /// value that document 004 reduces mod N for a one-bit region.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Hashed {
     pub(crate) halves: Digest,
     md5: Option<u128>,

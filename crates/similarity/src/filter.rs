@@ -7,7 +7,7 @@ use url_dedup_bloom::HashKey;
 use url_dedup_bloom::sizing;
 use url_dedup_segmented::{Layout, Probe};
 
-use crate::feature_hash::ValueHasher;
+use crate::feature_hash::{Hashed, ValueHasher};
 use crate::region_sizing::Regions;
 use crate::words::Words;
 use crate::{
@@ -66,6 +66,8 @@ pub struct SimilarityFilter {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Scratch {
     value: Vec<u8>,
+    /// The hash of each feature's value, in feature order.
+    hashed: Vec<Hashed>,
     located: Vec<Located>,
     positions: Vec<u64>,
 }
@@ -372,39 +374,56 @@ impl SimilarityFilter {
     /// See [`SimilarityFilter`].
     pub fn check_and_insert(&mut self, url: &str) -> Verdict {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let verdict = self.check_and_insert_seen(url, 0, &mut scratch);
+        self.hash_features(url, &mut scratch);
+        let verdict = self.check_and_insert_hashed(0, &mut scratch);
         self.scratch = scratch;
-        verdict
-    }
-
-    /// [`check_and_insert`](Self::check_and_insert) for a URL whose features in `seen` (a
-    /// mask, bit `i` for feature `i`) matched elsewhere, in an older layer of a
-    /// [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter): they count as matched, and
-    /// the URL is recorded only if the features matched here and there are not all of them.
-    pub(crate) fn check_and_insert_seen(
-        &mut self,
-        url: &str,
-        seen: u64,
-        scratch: &mut Scratch,
-    ) -> Verdict {
-        let verdict = self.decide(url, seen, scratch);
-        if verdict.is_new() {
-            self.record(scratch);
-        }
         verdict
     }
 
     /// The verdict for `url` with the features in `seen` counted as matched; leaves where its
     /// values' bits are in `scratch`, for [`record`](Self::record).
     pub(crate) fn decide(&self, url: &str, seen: u64, scratch: &mut Scratch) -> Verdict {
+        self.hash_features(url, scratch);
+        self.decide_hashed(seen, scratch)
+    }
+
+    /// Hashes each feature's value of `url` into `scratch.hashed`. Filters with the same
+    /// features, key and feature hash (the layers of a
+    /// [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter)) get the same hashes, so a
+    /// URL is split and hashed once for all of them.
+    pub(crate) fn hash_features(&self, url: &str, scratch: &mut Scratch) {
+        let parts = UrlParts::parse(url);
+        scratch.hashed.clear();
+        for feature in &self.features {
+            scratch.value.clear();
+            feature.write_value(&parts, &mut scratch.value);
+            scratch.hashed.push(self.hasher.hash(&scratch.value));
+        }
+    }
+
+    /// [`decide`](Self::decide) for the hashes [`hash_features`](Self::hash_features) left in
+    /// `scratch`.
+    pub(crate) fn decide_hashed(&self, seen: u64, scratch: &mut Scratch) -> Verdict {
         match self.line_blocks() {
             Some(layout) => {
                 scratch.located.clear();
-                self.locate(layout, url, &mut scratch.value, &mut scratch.located);
+                self.locate(layout, &scratch.hashed, &mut scratch.located);
                 self.verdict_of(layout, &scratch.located, seen)
             }
-            None => self.probe(url, &mut scratch.value, &mut scratch.positions, seen),
+            None => self.probe(&scratch.hashed, &mut scratch.positions, seen),
         }
+    }
+
+    /// Checks the URL whose feature hashes [`hash_features`](Self::hash_features) left in
+    /// `scratch`, the features in `seen` (bit `i` for feature `i`) counted as matched (they
+    /// matched in an older layer of a [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter)),
+    /// and records it when not all features matched.
+    pub(crate) fn check_and_insert_hashed(&mut self, seen: u64, scratch: &mut Scratch) -> Verdict {
+        let verdict = self.decide_hashed(seen, scratch);
+        if verdict.is_new() {
+            self.record(scratch);
+        }
+        verdict
     }
 
     /// Sets the bits [`decide`](Self::decide) left in `scratch` and counts the URL.
@@ -456,12 +475,14 @@ impl SimilarityFilter {
         let mut out = Vec::with_capacity(urls.len());
         let mut chunks = urls.chunks(BATCH_CHUNK);
         for url in chunks.next().unwrap_or_default() {
-            self.locate(layout, url.as_ref(), &mut scratch.value, &mut ready);
+            self.hash_features(url.as_ref(), &mut scratch);
+            self.locate(layout, &scratch.hashed, &mut ready);
         }
         while !ready.is_empty() {
             next.clear();
             for url in chunks.next().unwrap_or_default() {
-                self.locate(layout, url.as_ref(), &mut scratch.value, &mut next);
+                self.hash_features(url.as_ref(), &mut scratch);
+                self.locate(layout, &scratch.hashed, &mut next);
             }
             for located in ready.chunks(features.max(1)) {
                 let verdict = self.verdict_of(layout, located, 0);
@@ -503,17 +524,14 @@ impl SimilarityFilter {
             .filter(|l| l.segment_bits().is_multiple_of(64) && self.regions.bits.is_multiple_of(64))
     }
 
-    /// Appends where each feature value of `url` lies (one [`Located`] per feature, in order)
-    /// and asks the CPU for its block's cache lines.
-    fn locate(&self, layout: Layout, url: &str, scratch: &mut Vec<u8>, located: &mut Vec<Located>) {
-        let parts = UrlParts::parse(url);
+    /// Appends where each feature value lies, from the values' hashes (one [`Located`] per
+    /// feature, in order), and asks the CPU for its block's cache lines.
+    fn locate(&self, layout: Layout, hashed: &[Hashed], located: &mut Vec<Located>) {
         let words = self.words.as_slice();
         let region_words = self.regions.bits / 64;
         let block_words = layout.segment_bits() / 64;
-        for (i, feature) in self.features.iter().enumerate() {
-            scratch.clear();
-            feature.write_value(&parts, scratch);
-            let probe = layout.probe(self.hasher.hash(scratch).halves);
+        for (i, hashed) in hashed.iter().enumerate() {
+            let probe = layout.probe(hashed.halves);
             let word = (i as u64 * region_words + probe.segment * block_words) as usize;
             for line in (0..block_words as usize).step_by(8) {
                 if let Some(w) = words.get(word + line) {
@@ -582,14 +600,7 @@ impl SimilarityFilter {
     /// All positions come first, the tests after: the tests' loads do not depend on one
     /// another, so the memory accesses of every feature are in flight together instead of
     /// each waiting behind the hashing of the next value.
-    fn probe(
-        &self,
-        url: &str,
-        scratch: &mut Vec<u8>,
-        positions: &mut Vec<u64>,
-        seen: u64,
-    ) -> Verdict {
-        let parts = UrlParts::parse(url);
+    fn probe(&self, hashed: &[Hashed], positions: &mut Vec<u64>, seen: u64) -> Verdict {
         positions.clear();
         let Regions {
             bits: region_bits,
@@ -597,10 +608,7 @@ impl SimilarityFilter {
             blocks,
         } = self.regions;
         let mut ends = [0usize; MAX_FEATURES];
-        for ((i, feature), end) in self.features.iter().enumerate().zip(&mut ends) {
-            scratch.clear();
-            feature.write_value(&parts, scratch);
-            let hashed = self.hasher.hash(scratch);
+        for ((i, hashed), end) in hashed.iter().enumerate().zip(&mut ends) {
             let base = i as u64 * region_bits;
             match blocks {
                 Some(layout) => {
@@ -980,7 +988,8 @@ mod tests {
     /// are not whole words of blocks, whatever the filter's regions.
     fn insert_by_positions(f: &mut SimilarityFilter, url: &str) -> Verdict {
         let mut scratch = Scratch::default();
-        let verdict = f.probe(url, &mut scratch.value, &mut scratch.positions, 0);
+        f.hash_features(url, &mut scratch);
+        let verdict = f.probe(&scratch.hashed, &mut scratch.positions, 0);
         if verdict.is_new() {
             let words = f.words.as_mut_slice();
             for &bit in &scratch.positions {

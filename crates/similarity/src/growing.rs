@@ -125,7 +125,7 @@ impl GrowingSimilarityFilter {
         let mut scratch = std::mem::take(&mut self.scratch);
         let seen = self.seen_in_older(url, &mut scratch);
         let verdict = match self.layers.last_mut() {
-            Some(newest) => newest.check_and_insert_seen(url, seen, &mut scratch),
+            Some(newest) => newest.check_and_insert_hashed(seen, &mut scratch),
             None => Verdict::New(Matches::new(seen, 0)),
         };
         self.scratch = scratch;
@@ -192,16 +192,19 @@ impl GrowingSimilarityFilter {
         let mut scratch = Scratch::default();
         let seen = self.seen_in_older(url, &mut scratch);
         match self.layers.last() {
-            Some(newest) => newest.decide(url, seen, &mut scratch),
+            Some(newest) => newest.decide_hashed(seen, &mut scratch),
             None => Verdict::New(Matches::new(seen, 0)),
         }
     }
 
-    /// The features of `url` whose values are in a layer older than the newest, as a mask.
+    /// Hashes the features of `url` into `scratch` (once: every layer has the same features,
+    /// key and hash) and gives those whose values are in a layer older than the newest, as a
+    /// mask.
     fn seen_in_older(&self, url: &str, scratch: &mut Scratch) -> u64 {
+        self.layers[0].hash_features(url, scratch);
         let older = &self.layers[..self.layers.len().saturating_sub(1)];
         older.iter().fold(0, |seen, layer| {
-            seen | layer.decide(url, 0, scratch).matches().mask()
+            seen | layer.decide_hashed(0, scratch).matches().mask()
         })
     }
 
