@@ -72,6 +72,13 @@ pub(crate) struct Args {
     )]
     pub(crate) similar: Option<SimilarPreset>,
 
+    /// With --similar: the chance that a value of one URL feature is taken for seen (default:
+    /// --fpr). A URL is folded by chance only if every feature it does not share with earlier
+    /// URLs matches by chance; a looser rate takes less memory and time (the similarity filter
+    /// keeps about 80 bits per URL per feature at 1e-9, 29 at 1e-5).
+    #[arg(long, value_name = "RATE", value_parser = rate, requires = "similar")]
+    pub(crate) similar_fpr: Option<f64>,
+
     /// Remember seen URLs in FILE across runs, so only URLs new to all runs are printed: loaded
     /// if it exists, journaled while the run goes (FILE.journal), saved whole at the end.
     #[arg(long, value_name = "FILE")]

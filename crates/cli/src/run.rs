@@ -149,17 +149,19 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
             stats.invalid, SHOWN_INVALID
         );
     }
+    let similar_fpr = args.similar_fpr.unwrap_or(args.fpr);
     if let Some(rate) = dedup.similarity_false_positive_rate()
-        && rate > 10.0 * args.fpr
+        && rate > 10.0 * similar_fpr
     {
-        // The similarity filter does not grow: past its size, URLs that differ from earlier
-        // ones in one feature only start to be folded by chance. Say so, with the fix.
+        // The similarity filter grows; its rate passes the target only if a layer could not
+        // be allocated, and then URLs that differ from earlier ones in one feature only start
+        // to be folded by chance. Say so, with the fix.
         eprintln!(
-            "url-dedup: warning: the similarity filter was sized for {} URLs and is past it: a \
-             URL that differs from earlier ones in a single feature is now folded by chance \
-             with probability {rate:.1e} (asked: {:.1e}); give -n the number of distinct URLs",
+            "url-dedup: warning: the similarity filter could not grow (out of memory?): a URL \
+             that differs from earlier ones in a single feature is now folded by chance with \
+             probability {rate:.1e} (asked: {similar_fpr:.1e}); give -n the number of distinct \
+             URLs ({} now) or a looser --similar-fpr",
             dedup.expected_urls(),
-            args.fpr
         );
     }
     if dedup.is_over_capacity() {
@@ -586,6 +588,9 @@ fn builder(args: &Args, lines: Option<u64>) -> url_dedup::Builder {
             SimilarPreset::Crawler => Preset::Crawler,
             SimilarPreset::Document004 => Preset::Document004,
         });
+    }
+    if let Some(rate) = args.similar_fpr {
+        b = b.similarity_false_positive_rate(rate);
     }
     if args.force_state {
         b = b.accept_config_change();

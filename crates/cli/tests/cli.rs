@@ -631,3 +631,43 @@ fn runs_on_a_redis_cluster_print_each_url_once() {
     assert_eq!(run(), want_out);
     assert_eq!(run(), Vec::<String>::new());
 }
+
+/// `--similar-fpr` sizes the similarity filter at its own rate: fewer bytes, the same folds on
+/// a list without chance matches; without `--similar` it is a usage error.
+#[test]
+fn the_similarity_filter_takes_a_rate_of_its_own() {
+    let input: String = (0..2_000)
+        .map(|i| format!("https://s{}.example/d{i}/p.html?ref={}\n", i % 40, i % 3))
+        .collect();
+    let run = |extra: &[&str]| {
+        let out = url_dedup()
+            .args(["--similar", "--stats", "-n", "5000"])
+            .args(extra)
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
+        let bytes: u64 = stats
+            .lines()
+            .find_map(|l| l.strip_prefix("filter"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{stats}"));
+        (stdout_lines(&out), bytes)
+    };
+    let (strict, strict_bytes) = run(&[]);
+    let (loose, loose_bytes) = run(&["--similar-fpr", "1e-5"]);
+    assert_eq!(loose, strict);
+    assert_eq!(strict.len(), 2_000);
+    assert!(
+        loose_bytes * 2 < strict_bytes,
+        "{loose_bytes} vs {strict_bytes}"
+    );
+    let alone = url_dedup()
+        .args(["--similar-fpr", "1e-5"])
+        .write_stdin("https://a.example/\n")
+        .output()
+        .unwrap();
+    assert_eq!(alone.status.code(), Some(2));
+}
