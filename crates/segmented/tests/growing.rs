@@ -157,6 +157,16 @@ fn damaged_snapshots_are_refused() {
     }
 }
 
+/// A filter at 1% with a first layer of `first` items, keyed with `key` repeated.
+fn at_one_percent(first: u64, key: u8) -> GrowingFilter {
+    GrowingFilter::builder()
+        .expected_items(first)
+        .false_positive_rate(0.01)
+        .key(HashKey::from_bytes([key; 16]))
+        .build()
+        .unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -166,13 +176,7 @@ proptest! {
         items in proptest::collection::vec(0u64..3_000, 0..2_000),
         first in 1u64..200,
     ) {
-        let key = HashKey::from_bytes([4; 16]);
-        let build = || GrowingFilter::builder()
-            .expected_items(first)
-            .false_positive_rate(0.01)
-            .key(key)
-            .build()
-            .unwrap();
+        let build = || at_one_percent(first, 4);
         let (single, batched) = (build(), build());
         let urls: Vec<String> = items.iter().map(|&i| url(i)).collect();
         let one_by_one: Vec<bool> = urls.iter().map(|u| single.check_and_insert(u)).collect();
@@ -189,13 +193,7 @@ proptest! {
         first in 1u64..200,
         cut in 0usize..2_000,
     ) {
-        let key = HashKey::from_bytes([5; 16]);
-        let build = || GrowingFilter::builder()
-            .expected_items(first)
-            .false_positive_rate(0.01)
-            .key(key)
-            .build()
-            .unwrap();
+        let build = || at_one_percent(first, 5);
         let (shared, mut single, mut batched) = (build(), build(), build());
         let urls: Vec<String> = items.iter().map(|&i| url(i)).collect();
         let expected: Vec<bool> = urls.iter().map(|u| shared.check_and_insert(u)).collect();
