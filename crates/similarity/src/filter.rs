@@ -67,7 +67,7 @@ pub struct SimilarityFilter {
 pub(crate) struct Scratch {
     value: Vec<u8>,
     /// The hash of each feature's value, in feature order.
-    hashed: Vec<Hashed>,
+    pub(crate) hashed: Vec<Hashed>,
     located: Vec<Located>,
     positions: Vec<u64>,
 }
@@ -75,12 +75,12 @@ pub(crate) struct Scratch {
 /// URLs of a [batch](SimilarityFilter::check_and_insert_batch) whose values are hashed and
 /// whose blocks are requested together, ahead of their tests: seven features each makes 56
 /// cache lines in flight, about what a core's miss buffers hold.
-const BATCH_CHUNK: usize = 8;
+pub(crate) const BATCH_CHUNK: usize = 8;
 
 /// Where a feature value's bits are in a blocked region: the first word of its block, and
 /// the seed its offsets in the block come from.
 #[derive(Clone, Copy, Debug)]
-struct Located {
+pub(crate) struct Located {
     word: usize,
     seed: u64,
 }
@@ -518,7 +518,7 @@ impl SimilarityFilter {
     /// sizing makes): their values are tested and set a word at a time, in place, without a
     /// list of bit positions.
     #[inline]
-    fn line_blocks(&self) -> Option<Layout> {
+    pub(crate) fn line_blocks(&self) -> Option<Layout> {
         self.regions
             .blocks
             .filter(|l| l.segment_bits().is_multiple_of(64) && self.regions.bits.is_multiple_of(64))
@@ -526,7 +526,7 @@ impl SimilarityFilter {
 
     /// Appends where each feature value lies, from the values' hashes (one [`Located`] per
     /// feature, in order), and asks the CPU for its block's cache lines.
-    fn locate(&self, layout: Layout, hashed: &[Hashed], located: &mut Vec<Located>) {
+    pub(crate) fn locate(&self, layout: Layout, hashed: &[Hashed], located: &mut Vec<Located>) {
         let words = self.words.as_slice();
         let region_words = self.regions.bits / 64;
         let block_words = layout.segment_bits() / 64;
@@ -547,7 +547,7 @@ impl SimilarityFilter {
 
     /// The verdict for one URL's [`locate`](Self::locate)d values (one per feature), the
     /// features in `seen` counted as matched.
-    fn verdict_of(&self, layout: Layout, located: &[Located], seen: u64) -> Verdict {
+    pub(crate) fn verdict_of(&self, layout: Layout, located: &[Located], seen: u64) -> Verdict {
         let words = self.words.as_slice();
         let block_words = (layout.segment_bits() / 64) as usize;
         let mut mask = seen;
@@ -574,7 +574,7 @@ impl SimilarityFilter {
     }
 
     /// Sets the bits of the values [`locate`](Self::locate) found.
-    fn set_blocks(&mut self, layout: Layout, located: &[Located]) {
+    pub(crate) fn set_blocks(&mut self, layout: Layout, located: &[Located]) {
         let block_words = (layout.segment_bits() / 64) as usize;
         let words = self.words.as_mut_slice();
         for at in located {
