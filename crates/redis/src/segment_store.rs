@@ -1789,7 +1789,6 @@ impl RedisSegmentStore {
         order
     }
 
-    /// Whether every bit of every probe is known set.
     /// Whether the store talks to a Redis Cluster.
     pub(crate) fn is_cluster(&self) -> bool {
         self.deployment.is_cluster()
@@ -1818,6 +1817,7 @@ impl RedisSegmentStore {
         Ok(())
     }
 
+    /// Whether every bit of every probe is known set.
     fn all_known(&self, known: &KnownBits, probes: &[Probe]) -> bool {
         let layout = self.meta.layout;
         probes.iter().all(|&probe| {

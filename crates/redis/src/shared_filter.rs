@@ -266,13 +266,8 @@ impl<H: ItemHasher> SharedFilter<H> {
         let (single, grown): (Vec<usize>, Vec<usize>) =
             (0..digests.len()).partition(|&i| self.store.layers_of(self.key_of(probes[i])) == 1);
         // Present in a grown key when all its first-layer bits are known set: no round trip.
-        let (known, grown): (Vec<usize>, Vec<usize>) = grown
-            .into_iter()
-            .partition(|&i| self.store.known_present(probes[i]));
-        if !known.is_empty() {
-            known.iter().for_each(|&i| found[i] = true);
-            self.store.verify_if_due()?;
-        }
+        let (known, grown) = self.split_known(grown, &probes)?;
+        known.iter().for_each(|&i| found[i] = true);
         let mut again = grown;
         if !single.is_empty() {
             let sub: Vec<Probe> = single.iter().map(|&i| probes[i]).collect();
@@ -531,6 +526,20 @@ impl<H: ItemHasher> SharedFilter<H> {
         })
     }
 
+    /// Splits items of grown keys (indexes into `probes`) into those whose first-layer bits
+    /// are all known set, present without a round trip, and the rest. When any is answered
+    /// from the cache, a data key's header is read if one is due, so that a reset is still
+    /// noticed.
+    fn split_known(&self, grown: Vec<usize>, probes: &[Probe]) -> Result<(Vec<usize>, Vec<usize>)> {
+        let (known, rest): (Vec<usize>, Vec<usize>) = grown
+            .into_iter()
+            .partition(|&i| self.store.known_present(probes[i]));
+        if !known.is_empty() {
+            self.store.verify_if_due()?;
+        }
+        Ok((known, rest))
+    }
+
     /// The data key of a first-layer probe.
     fn key_of(&self, probe: Probe) -> u64 {
         self.store.locate(probe.segment).0
@@ -571,13 +580,8 @@ impl<H: ItemHasher> SharedFilter<H> {
             todo = Vec::new();
             // An item of a grown key whose first-layer bits are all known set is a duplicate
             // (the script would find it in that layer): no round trip, as for a first layer.
-            let (known, grown): (Vec<usize>, Vec<usize>) = grown
-                .into_iter()
-                .partition(|&i| self.store.known_present(probes[i]));
-            if !known.is_empty() {
-                known.iter().for_each(|&i| new[i] = false);
-                self.store.verify_if_due()?;
-            }
+            let (known, grown) = self.split_known(grown, &probes)?;
+            known.iter().for_each(|&i| new[i] = false);
 
             if !single.is_empty() {
                 let sub: Vec<Probe> = single.iter().map(|&i| probes[i]).collect();
@@ -719,13 +723,11 @@ impl<H: ItemHasher> SharedFilter<H> {
         let generation = self.store.generation_bytes();
         let expect = self.store.expect(key);
         let cluster = self.store.is_cluster();
-        let mut attempts = 0;
         // Chosen by the first attempt and kept by its retries, which ask whether it ran.
         let mut stamp: Option<(String, u64)> = None;
         let reply: Vec<i64> = self
             .store
             .with_key("admit into a grown key", &data_key, |live| {
-                attempts += 1;
                 let (stamp_key, number) = stamp
                     .get_or_insert_with(|| live.next_stamp(cluster, &data_key))
                     .clone();
@@ -769,7 +771,6 @@ impl<H: ItemHasher> SharedFilter<H> {
                     .check_headers(std::iter::once((key, expect)), &header)?;
                 // A retried call whose first attempt ran found its number in the stamp key and
                 // said so above.
-                let _ = attempts;
                 Ok(Admitted::Verdicts {
                     answers: verdicts.iter().map(|&v| v == 1).collect(),
                     admitted: u64::try_from(*admitted).unwrap_or(0),
