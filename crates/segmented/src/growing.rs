@@ -191,6 +191,21 @@ pub struct GrowingFilter<H = SipHash13> {
     stalled: AtomicBool,
 }
 
+/// Whether an item is a duplicate held by a layer older than `newest` (`older`, oldest
+/// first): older layers are only read. With older layers, the newest layer is asked first
+/// (its pre-test; a grown filter's recent duplicates are there), then the older ones, newest
+/// first. `false` without older layers, where the newest layer's admission decides alone.
+#[inline]
+fn in_older_layers<'a>(
+    newest: &Layer,
+    probe: Probe,
+    older: impl DoubleEndedIterator<Item = &'a Layer> + Clone,
+    digest: Digest,
+) -> bool {
+    older.clone().next().is_some()
+        && (newest.store.contains(probe) || older.rev().any(|l| l.store.contains(l.probe(digest))))
+}
+
 /// Configures a [`GrowingFilter`].
 ///
 /// # Examples
@@ -570,12 +585,8 @@ impl<H: ItemHasher> GrowingFilter<H> {
                 return false;
             };
             let probe = newest.probe(digest);
-            // Older layers are only read: an item in one of them is a duplicate. The newest
-            // layer's own pre-test runs inside `admit_unless_sealed`.
-            if layers.clone().next().is_some()
-                && (newest.store.contains(probe)
-                    || layers.rev().any(|l| l.store.contains(l.probe(digest))))
-            {
+            // The newest layer's own pre-test runs inside `admit_unless_sealed`.
+            if in_older_layers(newest, probe, layers, digest) {
                 return false;
             }
             match newest.store.admit_unless_sealed(probe) {
@@ -637,16 +648,14 @@ impl<H: ItemHasher> GrowingFilter<H> {
             return false;
         };
         let probe = newest.probe(digest);
-        // As in `check_and_insert_digest`: an item in an older layer is a duplicate. No other
-        // thread can grow or seal the filter meanwhile, so the newest layer takes the item.
-        if !older.is_empty()
-            && (newest.store.contains(probe)
-                || older
-                    .iter()
-                    .rev()
-                    .filter_map(OnceLock::get)
-                    .any(|l| l.store.contains(l.probe(digest))))
-        {
+        // No other thread can grow or seal the filter meanwhile, so the newest layer takes the
+        // item unless an older one has it.
+        if in_older_layers(
+            newest,
+            probe,
+            older.iter().filter_map(OnceLock::get),
+            digest,
+        ) {
             return false;
         }
         let Some(stripe_count) = newest.store.admit_mut(probe) else {
