@@ -303,6 +303,80 @@ pub(crate) fn check_feature_count(count: usize) -> Result<u32, Error> {
     Ok(count as u32)
 }
 
+/// Decides `urls` in order across `layers` (oldest first: one for a plain filter, several
+/// for a [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter)), recording new ones in
+/// the last, which must have room for all of them. Each URL's features are hashed once and
+/// its blocks in every layer requested from memory a few URLs ahead of its tests, so that the
+/// misses of one URL overlap the work on the others. `false` (nothing done) unless every
+/// layer tests whole words of blocks.
+pub(crate) fn check_and_insert_layers<S: AsRef<str>>(
+    layers: &mut [SimilarityFilter],
+    urls: &[S],
+    scratch: &mut Scratch,
+    out: &mut Vec<Verdict>,
+) -> bool {
+    let Some(layouts) = layers
+        .iter()
+        .map(SimilarityFilter::line_blocks)
+        .collect::<Option<Vec<_>>>()
+    else {
+        return false;
+    };
+    let (Some(first), Some(newest_index)) = (layers.first(), layers.len().checked_sub(1)) else {
+        return false;
+    };
+    let features = first.features.len().max(1);
+    let locate = |layers: &[SimilarityFilter],
+                  chunk: &[S],
+                  located: &mut [Vec<Located>],
+                  scratch: &mut Scratch| {
+        located.iter_mut().for_each(Vec::clear);
+        for url in chunk {
+            layers[0].hash_features(url.as_ref(), scratch);
+            for ((layer, &layout), into) in layers.iter().zip(&layouts).zip(&mut *located) {
+                layer.locate(layout, &scratch.hashed, into);
+            }
+        }
+    };
+    let mut ready = vec![Vec::new(); layers.len()];
+    let mut next = ready.clone();
+    let mut chunks = urls.chunks(BATCH_CHUNK);
+    let first = chunks.next().unwrap_or_default();
+    locate(layers, first, &mut ready, scratch);
+    while !ready[0].is_empty() {
+        locate(
+            layers,
+            chunks.next().unwrap_or_default(),
+            &mut next,
+            scratch,
+        );
+        let (older, newest) = layers.split_at_mut(newest_index);
+        let Some(newest) = newest.first_mut() else {
+            break;
+        };
+        for at in (0..ready[0].len()).step_by(features) {
+            let span = at..at + features;
+            let seen = older
+                .iter()
+                .zip(&layouts)
+                .zip(&ready)
+                .fold(0, |seen, ((l, &layout), r)| {
+                    seen | l.verdict_of(layout, &r[span.clone()], 0).matches().mask()
+                });
+            let layout = layouts[newest_index];
+            let located = &ready[newest_index][span];
+            let verdict = newest.verdict_of(layout, located, seen);
+            if verdict.is_new() {
+                newest.set_blocks(layout, located);
+                newest.items += 1;
+            }
+            out.push(verdict);
+        }
+        std::mem::swap(&mut ready, &mut next);
+    }
+    true
+}
+
 /// Words needed for `features` regions of `region_bits` bits.
 pub(crate) fn words_for(region_bits: u64, features: u32) -> Result<u64, Error> {
     if region_bits == 0 {
@@ -380,13 +454,6 @@ impl SimilarityFilter {
         verdict
     }
 
-    /// The verdict for `url` with the features in `seen` counted as matched; leaves where its
-    /// values' bits are in `scratch`, for [`record`](Self::record).
-    pub(crate) fn decide(&self, url: &str, seen: u64, scratch: &mut Scratch) -> Verdict {
-        self.hash_features(url, scratch);
-        self.decide_hashed(seen, scratch)
-    }
-
     /// Hashes each feature's value of `url` into `scratch.hashed`. Filters with the same
     /// features, key and feature hash (the layers of a
     /// [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter)) get the same hashes, so a
@@ -401,8 +468,9 @@ impl SimilarityFilter {
         }
     }
 
-    /// [`decide`](Self::decide) for the hashes [`hash_features`](Self::hash_features) left in
-    /// `scratch`.
+    /// The verdict for the URL whose feature hashes [`hash_features`](Self::hash_features) left
+    /// in `scratch`, the features in `seen` counted as matched; leaves where its values' bits
+    /// are in `scratch`, for [`record`](Self::record).
     pub(crate) fn decide_hashed(&self, seen: u64, scratch: &mut Scratch) -> Verdict {
         match self.line_blocks() {
             Some(layout) => {
@@ -426,7 +494,8 @@ impl SimilarityFilter {
         verdict
     }
 
-    /// Sets the bits [`decide`](Self::decide) left in `scratch` and counts the URL.
+    /// Sets the bits [`decide_hashed`](Self::decide_hashed) left in `scratch` and counts the
+    /// URL.
     fn record(&mut self, scratch: &Scratch) {
         match self.line_blocks() {
             Some(layout) => self.set_blocks(layout, &scratch.located),
@@ -462,39 +531,14 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check_and_insert_batch<S: AsRef<str>>(&mut self, urls: &[S]) -> Vec<Verdict> {
-        let Some(layout) = self.line_blocks() else {
-            return urls
-                .iter()
-                .map(|u| self.check_and_insert(u.as_ref()))
-                .collect();
-        };
-        let features = self.features.len();
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let mut ready = Vec::with_capacity(BATCH_CHUNK * features);
-        let mut next = Vec::with_capacity(BATCH_CHUNK * features);
         let mut out = Vec::with_capacity(urls.len());
-        let mut chunks = urls.chunks(BATCH_CHUNK);
-        for url in chunks.next().unwrap_or_default() {
-            self.hash_features(url.as_ref(), &mut scratch);
-            self.locate(layout, &scratch.hashed, &mut ready);
-        }
-        while !ready.is_empty() {
-            next.clear();
-            for url in chunks.next().unwrap_or_default() {
-                self.hash_features(url.as_ref(), &mut scratch);
-                self.locate(layout, &scratch.hashed, &mut next);
-            }
-            for located in ready.chunks(features.max(1)) {
-                let verdict = self.verdict_of(layout, located, 0);
-                if verdict.is_new() {
-                    self.set_blocks(layout, located);
-                    self.items += 1;
-                }
-                out.push(verdict);
-            }
-            std::mem::swap(&mut ready, &mut next);
-        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let batched =
+            check_and_insert_layers(std::slice::from_mut(self), urls, &mut scratch, &mut out);
         self.scratch = scratch;
+        if !batched {
+            out.extend(urls.iter().map(|u| self.check_and_insert(u.as_ref())));
+        }
         out
     }
 
@@ -511,7 +555,9 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check(&self, url: &str) -> Verdict {
-        self.decide(url, 0, &mut Scratch::default())
+        let mut scratch = Scratch::default();
+        self.hash_features(url, &mut scratch);
+        self.decide_hashed(0, &mut scratch)
     }
 
     /// The layout of blocked regions whose blocks are whole words (every block the default

@@ -3,7 +3,7 @@
 
 use url_dedup_bloom::sizing::Growth;
 
-use crate::filter::{BATCH_CHUNK, Located, Scratch};
+use crate::filter::{Scratch, check_and_insert_layers};
 use crate::{Error, Explanation, Matches, SimilarityFilter, Verdict};
 
 /// A similarity filter in layers: when the newest layer has recorded the URLs it was sized
@@ -155,22 +155,17 @@ impl GrowingSimilarityFilter {
         let mut out = Vec::with_capacity(urls.len());
         let mut rest = urls;
         while !rest.is_empty() {
-            match &mut self.layers[..] {
-                // One layer with room: at most the URLs it can still record, batched (each
-                // URL records at most one, so the layer cannot pass its size mid-batch).
-                [only] if !only.is_over_capacity() => {
-                    let room = only.expected_items().saturating_sub(only.len()).max(1);
-                    let (now, later) = rest.split_at(rest.len().min(room as usize));
-                    out.extend(only.check_and_insert_batch(now));
-                    rest = later;
-                    self.grow_if_full();
-                }
-                // Several layers with room in the newest: at most the URLs it can still
-                // record, each located in every layer a few URLs ahead of its tests.
+            match &self.layers[..] {
+                // Room in the newest layer: at most the URLs it can still record, batched
+                // (each URL records at most one, so the layer cannot pass its size mid-batch).
                 [.., newest] if !newest.is_over_capacity() => {
                     let room = newest.expected_items().saturating_sub(newest.len()).max(1);
                     let (now, later) = rest.split_at(rest.len().min(room as usize));
-                    if !self.batch_layers(now, &mut out) {
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    let batched =
+                        check_and_insert_layers(&mut self.layers, now, &mut scratch, &mut out);
+                    self.scratch = scratch;
+                    if !batched {
                         out.extend(now.iter().map(|u| self.check_and_insert(u.as_ref())));
                     }
                     rest = later;
@@ -184,75 +179,6 @@ impl GrowingSimilarityFilter {
             }
         }
         out
-    }
-
-    /// Decides `urls` in order across every layer, recording new ones in the newest, which
-    /// must have room for all of them: each URL's features are hashed once and its blocks in
-    /// every layer requested from memory a few URLs ahead of its tests. `false` (nothing
-    /// done) unless every layer tests whole words of blocks.
-    fn batch_layers<S: AsRef<str>>(&mut self, urls: &[S], out: &mut Vec<Verdict>) -> bool {
-        let Some(layouts) = self
-            .layers
-            .iter()
-            .map(SimilarityFilter::line_blocks)
-            .collect::<Option<Vec<_>>>()
-        else {
-            return false;
-        };
-        let features = self.layers[0].features.len().max(1);
-        let newest_index = self.layers.len() - 1;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let locate = |layers: &[SimilarityFilter],
-                      chunk: &[S],
-                      located: &mut [Vec<Located>],
-                      scratch: &mut Scratch| {
-            located.iter_mut().for_each(Vec::clear);
-            for url in chunk {
-                layers[0].hash_features(url.as_ref(), scratch);
-                for ((layer, &layout), into) in layers.iter().zip(&layouts).zip(&mut *located) {
-                    layer.locate(layout, &scratch.hashed, into);
-                }
-            }
-        };
-        let mut ready = vec![Vec::new(); self.layers.len()];
-        let mut next = ready.clone();
-        let mut chunks = urls.chunks(BATCH_CHUNK);
-        let first = chunks.next().unwrap_or_default();
-        locate(&self.layers, first, &mut ready, &mut scratch);
-        while !ready[0].is_empty() {
-            locate(
-                &self.layers,
-                chunks.next().unwrap_or_default(),
-                &mut next,
-                &mut scratch,
-            );
-            let (older, newest) = self.layers.split_at_mut(newest_index);
-            let Some(newest) = newest.first_mut() else {
-                break;
-            };
-            for at in (0..ready[0].len()).step_by(features) {
-                let span = at..at + features;
-                let seen =
-                    older
-                        .iter()
-                        .zip(&layouts)
-                        .zip(&ready)
-                        .fold(0, |seen, ((l, &layout), r)| {
-                            seen | l.verdict_of(layout, &r[span.clone()], 0).matches().mask()
-                        });
-                let layout = layouts[newest_index];
-                let located = &ready[newest_index][span];
-                let verdict = newest.verdict_of(layout, located, seen);
-                if verdict.is_new() {
-                    newest.set_blocks(layout, located);
-                    newest.items += 1;
-                }
-                out.push(verdict);
-            }
-            std::mem::swap(&mut ready, &mut next);
-        }
-        self.scratch = scratch;
-        true
     }
 
     /// Checks `url` against every layer without recording it.

@@ -425,12 +425,12 @@ impl Builder {
                 };
                 // It grows as the exact filter does: its first layer at the share of the rate
                 // that leaves room for every later one.
-                let tightening = url_dedup_bloom::sizing::Growth::default().tightening;
+                let target = self.similarity_fpr.unwrap_or(self.fpr);
+                let (_, first_rate) =
+                    url_dedup_bloom::sizing::Growth::default().layer(self.expected_urls, target, 0);
                 let mut b = SimilarityFilter::builder()
                     .expected_items(self.expected_urls)
-                    .false_positive_rate(
-                        self.similarity_fpr.unwrap_or(self.fpr) * (1.0 - tightening),
-                    )
+                    .false_positive_rate(first_rate)
                     .preset(preset)
                     .feature_hash(hash);
                 if let Some(key) = self.key {
@@ -944,10 +944,13 @@ impl UrlDedup {
             .into_iter()
             .map(|p| {
                 let (new, c) = p?;
-                let outcome = match (new, new.then(|| similar.next()).flatten().flatten()) {
-                    (false, _) => Outcome::Duplicate,
-                    (true, Some(explanation)) => Outcome::Similar(explanation),
-                    (true, None) => Outcome::New,
+                let outcome = if !new {
+                    Outcome::Duplicate
+                } else {
+                    similar
+                        .next()
+                        .flatten()
+                        .map_or(Outcome::New, Outcome::Similar)
                 };
                 Ok((outcome, c))
             })
@@ -1045,10 +1048,16 @@ impl UrlDedup {
         if !new {
             return Outcome::Duplicate;
         }
-        match self.similar_batch([canonical]).pop().flatten() {
-            Some(explanation) => Outcome::Similar(explanation),
-            None => Outcome::New,
+        #[cfg(feature = "similarity")]
+        // One URL: the filter's own call, without a batch's buffers.
+        if let Some(sim) = &self.similarity
+            && let Ok(canonical) = std::str::from_utf8(canonical)
+        {
+            let mut sim = lock(sim);
+            let verdict = sim.check_and_insert(canonical);
+            return explained(&sim, verdict).map_or(Outcome::New, Outcome::Similar);
         }
+        Outcome::New
     }
 
     /// Asks the similarity filter about URLs the exact filter called new, in order, in one
@@ -1071,16 +1080,7 @@ impl UrlDedup {
             let mut verdicts = sim.check_and_insert_batch(&text).into_iter();
             return keys
                 .iter()
-                .map(|k| {
-                    let verdict = k.and_then(|_| verdicts.next())?;
-                    verdict.is_similar().then(|| Explanation {
-                        features: sim
-                            .explain(&verdict)
-                            .features()
-                            .map(|(name, seen)| (name.to_owned(), seen))
-                            .collect(),
-                    })
-                })
+                .map(|k| explained(&sim, k.and_then(|_| verdicts.next())?))
                 .collect();
         }
         // Nothing to ask: no answer is `None` for every URL, and nothing is allocated.
@@ -1245,6 +1245,21 @@ impl UrlDedup {
         }
         Ok(())
     }
+}
+
+/// The explanation of a similar verdict, with the filter's feature names; `None` when new.
+#[cfg(feature = "similarity")]
+fn explained(
+    sim: &GrowingSimilarityFilter,
+    verdict: url_dedup_similarity::Verdict,
+) -> Option<Explanation> {
+    verdict.is_similar().then(|| Explanation {
+        features: sim
+            .explain(&verdict)
+            .features()
+            .map(|(name, seen)| (name.to_owned(), seen))
+            .collect(),
+    })
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the filter's bits are
