@@ -265,8 +265,9 @@ impl FileId {
 
 /// Threads that split and canonicalize input: one per core. The deciding thread and the
 /// reader each leave part of a core idle, which the scheduler hands to a worker; with one
-/// worker fewer than cores that time went unused (on 2 cores the canonicalizing run took
-/// 1.54 s on the 10M-line benchmark list with one worker, 1.36-1.43 s with two; `--raw` alike).
+/// worker fewer than cores that time went unused (on 2 cores the canonicalizing run of the
+/// 10M-line benchmark list took 1.60 s with one worker, 1.48-1.55 s with two: see
+/// docs/benchmarks.md).
 fn workers() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
