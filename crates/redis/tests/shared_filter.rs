@@ -20,6 +20,16 @@ fn open(server: &RedisServer, first: u64, fpr: f64) -> Filter {
     SharedFilter::open(&server.url(), StoreOptions::new("seen"), first, fpr).unwrap()
 }
 
+/// A filter sized for 1,000 URLs that took 5,000 (its keys grew), and a plain connection to
+/// its server.
+fn grown(server: &RedisServer) -> (Filter, redis::Connection) {
+    let seen = open(server, 1_000, 0.01);
+    seen.try_check_and_insert_batch(&urls(0..5_000)).unwrap();
+    assert!(seen.layers().unwrap() >= 2);
+    let client = redis::Client::open(server.url()).unwrap();
+    (seen, client.get_connection().unwrap())
+}
+
 #[test]
 fn a_shared_filter_grows_past_its_estimate_and_keeps_its_rate() {
     let Some(server) = RedisServer::start_or_skip("shared grows") else {
@@ -152,11 +162,7 @@ fn a_grown_filter_that_lost_its_data_is_a_reset() {
     let Some(server) = RedisServer::start_or_skip("grown reset") else {
         return;
     };
-    let seen = open(&server, 1_000, 0.01);
-    seen.try_check_and_insert_batch(&urls(0..5_000)).unwrap();
-    assert!(seen.layers().unwrap() >= 2);
-    let client = redis::Client::open(server.url()).unwrap();
-    let mut conn = client.get_connection().unwrap();
+    let (seen, mut conn) = grown(&server);
     redis::cmd("FLUSHALL").query::<()>(&mut conn).unwrap();
     match seen.try_check_and_insert_batch(&urls(5_000..5_100)) {
         Err(Error::StoreReset { .. }) => {}
@@ -243,11 +249,7 @@ fn urls_seen_before_a_key_grew_are_answered_without_a_round_trip() {
     let Some(server) = RedisServer::start_or_skip("grown known bits") else {
         return;
     };
-    let seen = open(&server, 1_000, 0.01);
-    seen.try_check_and_insert_batch(&urls(0..5_000)).unwrap();
-    assert!(seen.layers().unwrap() >= 2);
-    let client = redis::Client::open(server.url()).unwrap();
-    let mut conn = client.get_connection().unwrap();
+    let (seen, mut conn) = grown(&server);
     // The first 500 were admitted in parts of a batch, before any key reached 7/8 of its
     // share: into first layers, bits this client set.
     let early = urls(0..500);
