@@ -41,6 +41,10 @@ pub enum Error {
     /// A snapshot could not be read or written.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// Feature hashes made by the [`FeatureHasher`](crate::FeatureHasher) of a filter with
+    /// other features, key or feature hash; nothing was recorded.
+    #[error("feature hashes made for a filter with other features, key or feature hash")]
+    ForeignHashes,
 }
 
 impl From<std::io::Error> for Error {

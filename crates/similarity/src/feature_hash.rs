@@ -84,23 +84,24 @@ impl ValueHasher {
                         h1: (v >> 64) as u64,
                         h2: v as u64,
                     },
-                    md5: Some(v),
+                    md5: true,
                 }
             }
             Self::SipHash13(sip) => Hashed {
                 halves: sip.hash(value),
-                md5: None,
+                md5: false,
             },
         }
     }
 }
 
-/// A feature value's hash: two halves for multi-bit regions, and for MD5 the whole 128-bit
-/// value that document 004 reduces mod N for a one-bit region.
-#[derive(Clone, Copy, Debug)]
+/// A feature value's hash: two halves for multi-bit regions; for MD5 the halves are the
+/// whole 128-bit value (high half first) that document 004 reduces mod N for a one-bit
+/// region. Kept to 24 bytes: a batch of URLs hashed on other threads carries one per feature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Hashed {
     pub(crate) halves: Digest,
-    md5: Option<u128>,
+    md5: bool,
 }
 
 impl Hashed {
@@ -108,9 +109,11 @@ impl Hashed {
     /// of the first half for SipHash. Only one-bit regions pay for the 128-bit division.
     #[inline]
     pub(crate) fn bit(&self, n: u64) -> u64 {
-        match self.md5 {
-            Some(v) => (v % u128::from(n)) as u64,
-            None => url_dedup_bloom::hash::reduce(self.halves.h1, n),
+        if self.md5 {
+            let v = u128::from(self.halves.h1) << 64 | u128::from(self.halves.h2);
+            (v % u128::from(n)) as u64
+        } else {
+            url_dedup_bloom::hash::reduce(self.halves.h1, n)
         }
     }
 }

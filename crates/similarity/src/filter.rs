@@ -7,12 +7,11 @@ use url_dedup_bloom::HashKey;
 use url_dedup_bloom::sizing;
 use url_dedup_segmented::{Layout, Probe};
 
-use crate::feature_hash::{Hashed, ValueHasher};
+use crate::feature_hash::Hashed;
+use crate::hashed::{FeatureHasher, HashedUrl};
 use crate::region_sizing::Regions;
 use crate::words::Words;
-use crate::{
-    Error, Explanation, Feature, FeatureHash, Matches, Preset, RegionSizing, UrlParts, Verdict,
-};
+use crate::{Error, Explanation, Feature, FeatureHash, Matches, Preset, RegionSizing, Verdict};
 
 /// The most features one filter can have (one bit of a `u64` mask each).
 pub const MAX_FEATURES: usize = 64;
@@ -53,7 +52,7 @@ pub struct SimilarityFilter {
     words: Words,
     pub(crate) key: Option<HashKey>,
     pub(crate) hash: FeatureHash,
-    hasher: ValueHasher,
+    hasher: FeatureHasher,
     pub(crate) expected_items: u64,
     pub(crate) fpr: f64,
     pub(crate) items: u64,
@@ -70,6 +69,16 @@ pub(crate) struct Scratch {
     pub(crate) hashed: Vec<Hashed>,
     located: Vec<Located>,
     positions: Vec<u64>,
+}
+
+impl Scratch {
+    /// Takes a URL's hashes made elsewhere, as [`hash_features`](SimilarityFilter::hash_features)
+    /// would have left them.
+    #[inline]
+    pub(crate) fn load(&mut self, url: &HashedUrl<'_>) {
+        self.hashed.clear();
+        self.hashed.extend_from_slice(url.hashed);
+    }
 }
 
 /// URLs of a [batch](SimilarityFilter::check_and_insert_batch) whose values are hashed and
@@ -309,9 +318,10 @@ pub(crate) fn check_feature_count(count: usize) -> Result<u32, Error> {
 /// its blocks in every layer requested from memory a few URLs ahead of its tests, so that the
 /// misses of one URL overlap the work on the others. `false` (nothing done) unless every
 /// layer tests whole words of blocks.
-pub(crate) fn check_and_insert_layers<S: AsRef<str>>(
+pub(crate) fn check_and_insert_layers<T>(
     layers: &mut [SimilarityFilter],
-    urls: &[S],
+    urls: &[T],
+    hash: impl Fn(&SimilarityFilter, &T, &mut Scratch),
     scratch: &mut Scratch,
     out: &mut Vec<Verdict>,
 ) -> bool {
@@ -327,12 +337,12 @@ pub(crate) fn check_and_insert_layers<S: AsRef<str>>(
     };
     let features = first.features.len().max(1);
     let locate = |layers: &[SimilarityFilter],
-                  chunk: &[S],
+                  chunk: &[T],
                   located: &mut [Vec<Located>],
                   scratch: &mut Scratch| {
         located.iter_mut().for_each(Vec::clear);
         for url in chunk {
-            layers[0].hash_features(url.as_ref(), scratch);
+            hash(&layers[0], url, scratch);
             for ((layer, &layout), into) in layers.iter().zip(&layouts).zip(&mut *located) {
                 layer.locate(layout, &scratch.hashed, into);
             }
@@ -410,6 +420,7 @@ impl SimilarityFilter {
         fpr: f64,
         items: u64,
     ) -> Self {
+        let hasher = FeatureHasher::new(&features, hash, key);
         Self {
             features,
             regions,
@@ -417,7 +428,7 @@ impl SimilarityFilter {
             words,
             key,
             hash,
-            hasher: ValueHasher::new(hash, key),
+            hasher,
             expected_items,
             fpr,
             items,
@@ -449,7 +460,7 @@ impl SimilarityFilter {
     pub fn check_and_insert(&mut self, url: &str) -> Verdict {
         let mut scratch = std::mem::take(&mut self.scratch);
         self.hash_features(url, &mut scratch);
-        let verdict = self.check_and_insert_hashed(0, &mut scratch);
+        let verdict = self.check_and_insert_scratch(0, &mut scratch);
         self.scratch = scratch;
         verdict
     }
@@ -459,12 +470,28 @@ impl SimilarityFilter {
     /// [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter)) get the same hashes, so a
     /// URL is split and hashed once for all of them.
     pub(crate) fn hash_features(&self, url: &str, scratch: &mut Scratch) {
-        let parts = UrlParts::parse(url);
         scratch.hashed.clear();
-        for feature in &self.features {
-            scratch.value.clear();
-            feature.write_value(&parts, &mut scratch.value);
-            scratch.hashed.push(self.hasher.hash(&scratch.value));
+        self.hasher
+            .hash_into(url, &mut scratch.value, &mut scratch.hashed);
+    }
+
+    /// Hashes URLs' feature values as this filter does, on any thread: see
+    /// [`FeatureHasher`] and [`check_and_insert_hashed`](Self::check_and_insert_hashed).
+    ///
+    /// # Examples
+    ///
+    /// See [`FeatureHasher`].
+    pub fn feature_hasher(&self) -> FeatureHasher {
+        self.hasher.clone()
+    }
+
+    /// Refuses hashes that another filter's hasher made (other features, key or feature
+    /// hash): their bits would be meaningless here.
+    pub(crate) fn check_origin(&self, urls: &[HashedUrl<'_>]) -> Result<(), Error> {
+        let origin = self.hasher.origin();
+        match urls.iter().all(|u| u.origin == origin) {
+            true => Ok(()),
+            false => Err(Error::ForeignHashes),
         }
     }
 
@@ -486,7 +513,7 @@ impl SimilarityFilter {
     /// `scratch`, the features in `seen` (bit `i` for feature `i`) counted as matched (they
     /// matched in an older layer of a [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter)),
     /// and records it when not all features matched.
-    pub(crate) fn check_and_insert_hashed(&mut self, seen: u64, scratch: &mut Scratch) -> Verdict {
+    pub(crate) fn check_and_insert_scratch(&mut self, seen: u64, scratch: &mut Scratch) -> Verdict {
         let verdict = self.decide_hashed(seen, scratch);
         if verdict.is_new() {
             self.record(scratch);
@@ -533,13 +560,54 @@ impl SimilarityFilter {
     pub fn check_and_insert_batch<S: AsRef<str>>(&mut self, urls: &[S]) -> Vec<Verdict> {
         let mut out = Vec::with_capacity(urls.len());
         let mut scratch = std::mem::take(&mut self.scratch);
-        let batched =
-            check_and_insert_layers(std::slice::from_mut(self), urls, &mut scratch, &mut out);
+        let batched = check_and_insert_layers(
+            std::slice::from_mut(self),
+            urls,
+            |filter, url, scratch| filter.hash_features(url.as_ref(), scratch),
+            &mut scratch,
+            &mut out,
+        );
         self.scratch = scratch;
         if !batched {
             out.extend(urls.iter().map(|u| self.check_and_insert(u.as_ref())));
         }
         out
+    }
+
+    /// [`check_and_insert_batch`](Self::check_and_insert_batch) for URLs whose features a
+    /// [`FeatureHasher`] of this filter hashed, on any thread: the same verdicts and bits,
+    /// with only the tests and writes left to this call.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ForeignHashes`] (and nothing recorded) if a URL was hashed by the hasher of a
+    /// filter with other features, key or feature hash.
+    ///
+    /// # Examples
+    ///
+    /// See [`FeatureHasher`].
+    pub fn check_and_insert_hashed(
+        &mut self,
+        urls: &[HashedUrl<'_>],
+    ) -> Result<Vec<Verdict>, Error> {
+        self.check_origin(urls)?;
+        let mut out = Vec::with_capacity(urls.len());
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let batched = check_and_insert_layers(
+            std::slice::from_mut(self),
+            urls,
+            |_, url, scratch| scratch.load(url),
+            &mut scratch,
+            &mut out,
+        );
+        if !batched {
+            for url in urls {
+                scratch.load(url);
+                out.push(self.check_and_insert_scratch(0, &mut scratch));
+            }
+        }
+        self.scratch = scratch;
+        Ok(out)
     }
 
     /// Checks `url` without recording it.

@@ -4,7 +4,7 @@
 use url_dedup_bloom::sizing::Growth;
 
 use crate::filter::{Scratch, check_and_insert_layers};
-use crate::{Error, Explanation, Matches, SimilarityFilter, Verdict};
+use crate::{Error, Explanation, FeatureHasher, HashedUrl, Matches, SimilarityFilter, Verdict};
 
 /// A similarity filter in layers: when the newest layer has recorded the URLs it was sized
 /// for, a layer of `factor` times the size at `tightening` times the rate is added, so the
@@ -123,12 +123,20 @@ impl GrowingSimilarityFilter {
     /// See [`GrowingSimilarityFilter`].
     pub fn check_and_insert(&mut self, url: &str) -> Verdict {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let seen = self.seen_in_older(url, &mut scratch);
+        self.layers[0].hash_features(url, &mut scratch);
+        let verdict = self.check_and_insert_scratch(&mut scratch);
+        self.scratch = scratch;
+        verdict
+    }
+
+    /// Checks the URL whose hashes are in `scratch` against every layer, records it in the
+    /// newest when it is new, and grows when that fills the newest.
+    fn check_and_insert_scratch(&mut self, scratch: &mut Scratch) -> Verdict {
+        let seen = self.seen_in_older(scratch);
         let verdict = match self.layers.last_mut() {
-            Some(newest) => newest.check_and_insert_hashed(seen, &mut scratch),
+            Some(newest) => newest.check_and_insert_scratch(seen, scratch),
             None => Verdict::New(Matches::new(seen, 0)),
         };
-        self.scratch = scratch;
         if verdict.is_new() {
             self.grow_if_full();
         }
@@ -136,8 +144,8 @@ impl GrowingSimilarityFilter {
     }
 
     /// [`check_and_insert`](Self::check_and_insert) for many URLs: the same verdicts and
-    /// bits as one call each, in order. While there is one layer, the URLs up to its size go
-    /// through [`SimilarityFilter::check_and_insert_batch`].
+    /// bits as one call each, in order. The URLs up to the newest layer's size are decided
+    /// together, their blocks in every layer requested from memory a few URLs ahead.
     ///
     /// # Examples
     ///
@@ -152,7 +160,67 @@ impl GrowingSimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check_and_insert_batch<S: AsRef<str>>(&mut self, urls: &[S]) -> Vec<Verdict> {
+        self.batch(urls, |filter, url, scratch| {
+            filter.hash_features(url.as_ref(), scratch);
+        })
+    }
+
+    /// [`check_and_insert_batch`](Self::check_and_insert_batch) for URLs whose features a
+    /// [`FeatureHasher`](crate::FeatureHasher) of this filter hashed, on any thread (every
+    /// layer hashes alike, so the hasher stays valid as the filter grows).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ForeignHashes`] (and nothing recorded) if a URL was hashed by the hasher of a
+    /// filter with other features, key or feature hash.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::{FeatureHashes, GrowingSimilarityFilter, SimilarityFilter};
+    ///
+    /// let mut f = GrowingSimilarityFilter::new(SimilarityFilter::builder().expected_items(2).build()?);
+    /// let mut hashed = FeatureHashes::new(&f.feature_hasher());
+    /// for i in 0..10 {
+    ///     hashed.push(&format!("https://s{i}.example/p"));
+    /// }
+    /// let urls: Vec<_> = hashed.urls().collect();
+    /// assert!(f.check_and_insert_hashed(&urls)?.iter().all(|v| v.is_new()));
+    /// assert!(f.check_and_insert_hashed(&urls)?.iter().all(|v| v.is_similar()));
+    ///
+    /// let other = SimilarityFilter::builder().build()?;
+    /// let mut foreign = FeatureHashes::new(&other.feature_hasher());
+    /// foreign.push("https://s0.example/p");
+    /// assert!(f.check_and_insert_hashed(&foreign.urls().collect::<Vec<_>>()).is_err());
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn check_and_insert_hashed(
+        &mut self,
+        urls: &[HashedUrl<'_>],
+    ) -> Result<Vec<Verdict>, Error> {
+        self.layers[0].check_origin(urls)?;
+        Ok(self.batch(urls, |_, url, scratch| scratch.load(url)))
+    }
+
+    /// Hashes this filter's URLs as it does, on any thread: see
+    /// [`FeatureHasher`](crate::FeatureHasher).
+    ///
+    /// # Examples
+    ///
+    /// See [`check_and_insert_hashed`](Self::check_and_insert_hashed).
+    pub fn feature_hasher(&self) -> FeatureHasher {
+        self.layers[0].feature_hasher()
+    }
+
+    /// Decides `urls` in order, `hash` leaving each one's feature hashes in the scratch
+    /// space.
+    fn batch<T>(
+        &mut self,
+        urls: &[T],
+        hash: impl Fn(&SimilarityFilter, &T, &mut Scratch) + Copy,
+    ) -> Vec<Verdict> {
         let mut out = Vec::with_capacity(urls.len());
+        let mut scratch = std::mem::take(&mut self.scratch);
         let mut rest = urls;
         while !rest.is_empty() {
             match &self.layers[..] {
@@ -161,23 +229,33 @@ impl GrowingSimilarityFilter {
                 [.., newest] if !newest.is_over_capacity() => {
                     let room = newest.expected_items().saturating_sub(newest.len()).max(1);
                     let (now, later) = rest.split_at(rest.len().min(room as usize));
-                    let mut scratch = std::mem::take(&mut self.scratch);
-                    let batched =
-                        check_and_insert_layers(&mut self.layers, now, &mut scratch, &mut out);
-                    self.scratch = scratch;
+                    let batched = check_and_insert_layers(
+                        &mut self.layers,
+                        now,
+                        hash,
+                        &mut scratch,
+                        &mut out,
+                    );
                     if !batched {
-                        out.extend(now.iter().map(|u| self.check_and_insert(u.as_ref())));
+                        for url in now {
+                            hash(&self.layers[0], url, &mut scratch);
+                            out.push(self.check_and_insert_scratch(&mut scratch));
+                        }
                     }
                     rest = later;
                     self.grow_if_full();
                 }
                 _ => {
                     let (url, later) = rest.split_at(1);
-                    out.extend(url.iter().map(|u| self.check_and_insert(u.as_ref())));
+                    for url in url {
+                        hash(&self.layers[0], url, &mut scratch);
+                        out.push(self.check_and_insert_scratch(&mut scratch));
+                    }
                     rest = later;
                 }
             }
         }
+        self.scratch = scratch;
         out
     }
 
@@ -196,18 +274,18 @@ impl GrowingSimilarityFilter {
     /// ```
     pub fn check(&self, url: &str) -> Verdict {
         let mut scratch = Scratch::default();
-        let seen = self.seen_in_older(url, &mut scratch);
+        self.layers[0].hash_features(url, &mut scratch);
+        let seen = self.seen_in_older(&mut scratch);
         match self.layers.last() {
             Some(newest) => newest.decide_hashed(seen, &mut scratch),
             None => Verdict::New(Matches::new(seen, 0)),
         }
     }
 
-    /// Hashes the features of `url` into `scratch` (once: every layer has the same features,
-    /// key and hash) and gives those whose values are in a layer older than the newest, as a
-    /// mask.
-    fn seen_in_older(&self, url: &str, scratch: &mut Scratch) -> u64 {
-        self.layers[0].hash_features(url, scratch);
+    /// The features of the URL whose hashes are in `scratch` (hashed once: every layer has
+    /// the same features, key and hash) whose values are in a layer older than the newest,
+    /// as a mask.
+    fn seen_in_older(&self, scratch: &mut Scratch) -> u64 {
         let older = &self.layers[..self.layers.len().saturating_sub(1)];
         older.iter().fold(0, |seen, layer| {
             seen | layer.decide_hashed(0, scratch).matches().mask()
