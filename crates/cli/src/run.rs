@@ -320,17 +320,19 @@ impl<O: Write, X: Write> Emitter<O, X> {
             while let Some(entry) = entries.get(end)
                 && keys.len() < BATCH_LINES
             {
-                if let Entry::Text(range, key) = entry
-                    && let Some(prepared) = parsed.key(range, key)
+                if let Entry::Text(range, key, hashed) = entry
+                    && let Some((key, digest)) = parsed.key(range, key)
                 {
-                    keys.push(prepared);
+                    keys.push((key, digest, parsed.hashed(*hashed)));
                 }
                 end += 1;
             }
             let decided = if keys.is_empty() {
                 Vec::new()
+            } else if parsed.features.is_some() {
+                dedup.check_and_insert_prepared_with_features_mut(keys.iter().copied())
             } else {
-                dedup.check_and_insert_prepared_mut(keys.iter().copied())
+                dedup.check_and_insert_prepared_mut(keys.iter().map(|&(k, d, _)| (k, d)))
             };
             let new_before = self.stats.new;
             let flow = self.emit(
@@ -380,8 +382,8 @@ impl<O: Write, X: Write> Emitter<O, X> {
                 Entry::TooLong(len) => format!("line is {len} bytes, over --max-len"),
                 Entry::Control(0) => "contains a NUL byte".to_owned(),
                 Entry::Control(_) => "contains a carriage return inside the line".to_owned(),
-                Entry::Text(_, Key::Invalid(e)) => e.to_string(),
-                Entry::Text(range, _) => {
+                Entry::Text(_, Key::Invalid(e), _) => e.to_string(),
+                Entry::Text(range, ..) => {
                     let text = parsed.line(range);
                     let result = decided.next().unwrap_or_else(|| {
                         Err(url_dedup::Error::Store("no answer for this line".into()))
@@ -701,7 +703,7 @@ mod tests {
             .entries
             .iter()
             .filter_map(|e| match e {
-                Entry::Text(range, _) => Some(parsed.line(range)),
+                Entry::Text(range, ..) => Some(parsed.line(range)),
                 _ => None,
             })
             .flat_map(|line| dedup.check_and_insert_batch_bytes([line]))
@@ -877,8 +879,10 @@ mod tests {
         let mut input = Vec::new();
         for _ in 0..lines {
             let page = next(40);
-            let line = match next(12) {
+            let line = match next(13) {
                 0..=4 => format!("https://site{}.example/p/{page}", page % 3),
+                // Similar to the line above (a presentation parameter) under `--similar`.
+                12 => format!("https://site{}.example/p/{page}?sort=name", page % 3),
                 5 => format!("HTTPS://Site{}.EXAMPLE:443/p/./{page}#top", page % 3),
                 6 => format!("https://site{}.example/p/{page}?utm_source=x", page % 3),
                 7 => "not a url".to_owned(),
@@ -923,14 +927,23 @@ mod tests {
             .build()
             .unwrap()
             .preparer();
-        for seed in 0..40 {
+        // With similarity, its filter sized for a few URLs so that it grows: the features are
+        // hashed on the workers and only tested on the deciding thread.
+        let build = |similar: bool| {
+            let b = UrlDedup::builder()
+                .hash_key(key)
+                .canonicalization(canon.policy().clone());
+            match similar {
+                true => b.similarity(Preset::Crawler).expected_urls(8),
+                false => b,
+            }
+            .build()
+            .unwrap()
+        };
+        for (seed, similar) in (0..40).map(|seed| (seed, seed % 2 == 1)) {
             let input = random_input(seed, 400);
             // One line at a time, through a deduplicator that canonicalizes.
-            let one_by_one = UrlDedup::builder()
-                .hash_key(key)
-                .canonicalization(canon.policy().clone())
-                .build()
-                .unwrap();
+            let one_by_one = build(similar);
             let mut emit = emitter();
             let whole = Block {
                 bytes: input.clone(),
@@ -964,11 +977,7 @@ mod tests {
 
             // Blocks of random sizes, canonicalized and hashed apart, decided on the canonical
             // forms and their digests.
-            let mut blocks = UrlDedup::builder()
-                .hash_key(key)
-                .canonicalization(canon.policy().clone())
-                .build()
-                .unwrap();
+            let mut blocks = build(similar);
             let mut emit = emitter();
             let mut reader = BlockReader::new(&input[..], false, 1 + seed as usize * 37, MAX_LEN);
             let mut number = 1;
@@ -977,6 +986,9 @@ mod tests {
                 emit.decide(&mut blocks, "in", number, &parsed, None)
                     .unwrap();
                 number += parsed.entries.len() as u64;
+            }
+            if similar {
+                assert!(want.1.contains("similar"), "seed {seed} folds nothing");
             }
             assert_eq!(outcome(emit), want, "seed {seed}");
         }

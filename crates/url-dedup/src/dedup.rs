@@ -8,7 +8,12 @@ use url_dedup_bloom::hash::Digest;
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params, SnapshotError};
 use url_dedup_canon::{Canonicalizer, Policy};
 #[cfg(feature = "similarity")]
-use url_dedup_similarity::{FeatureHash, GrowingSimilarityFilter, Preset, SimilarityFilter};
+use url_dedup_similarity::{
+    FeatureHash, GrowingSimilarityFilter, HashedUrl, Preset, SimilarityFilter,
+};
+/// Without similarity there are no feature hashes: the type the batch paths pass instead.
+#[cfg(not(feature = "similarity"))]
+type HashedUrl<'h> = std::marker::PhantomData<&'h ()>;
 
 use crate::Explanation;
 use crate::exact::Exact;
@@ -441,8 +446,11 @@ impl Builder {
             None => None,
         };
         let config = self.config_text();
+        let preparer = Preparer::new(self.policy.map(Canonicalizer::new), exact.key());
+        #[cfg(feature = "similarity")]
+        let preparer = preparer.with_features(feature_hasher(similarity.as_ref()));
         Ok(UrlDedup {
-            preparer: Preparer::new(self.policy.map(Canonicalizer::new), exact.key()),
+            preparer,
             exact,
             #[cfg(feature = "similarity")]
             similarity,
@@ -586,8 +594,11 @@ impl Builder {
                 "snapshot has a similarity filter; enable the `similarity` feature",
             ));
         }
+        let preparer = Preparer::new(self.policy.map(Canonicalizer::new), exact.key());
+        #[cfg(feature = "similarity")]
+        let preparer = preparer.with_features(feature_hasher(similarity.as_ref()));
         Ok(UrlDedup {
-            preparer: Preparer::new(self.policy.map(Canonicalizer::new), exact.key()),
+            preparer,
             exact,
             #[cfg(feature = "similarity")]
             similarity,
@@ -834,7 +845,7 @@ impl UrlDedup {
     {
         let (keys, digests) = self.trusted_digests(items);
         let answers = self.exact.check_and_insert_digests(&keys, &digests);
-        self.settle_prepared(keys, answers)
+        self.settle_prepared(keys, answers, &[])
     }
 
     /// [`check_and_insert_prepared`](Self::check_and_insert_prepared) for a deduplicator one
@@ -866,7 +877,93 @@ impl UrlDedup {
     {
         let (keys, digests) = self.trusted_digests(items);
         let answers = self.exact.check_and_insert_digests_mut(&keys, &digests);
-        self.settle_prepared(keys, answers)
+        self.settle_prepared(keys, answers, &[])
+    }
+
+    /// [`check_and_insert_prepared`](Self::check_and_insert_prepared) for keys whose
+    /// similarity features were hashed where they were prepared, into the
+    /// [`FeatureHashes`](crate::similarity::FeatureHashes) of
+    /// [`Preparer::feature_hashes`]: the same answers, with the URLs the exact filter calls
+    /// new only tested against the similarity filter, not split and hashed again. A key
+    /// without hashes (`None`), or with hashes another deduplicator's preparer made, is
+    /// hashed here.
+    ///
+    /// # Errors
+    ///
+    /// As [`check_and_insert_prepared`](Self::check_and_insert_prepared).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::{UrlDedup, similarity::Preset};
+    ///
+    /// let dedup = UrlDedup::builder().similarity(Preset::Crawler).build()?;
+    /// let p = dedup.preparer();
+    /// // On a worker thread:
+    /// let mut hashes = p.feature_hashes().unwrap();
+    /// let lines: [&[u8]; 2] = [b"https://shop.example/item/7?ref=rss", b"https://shop.example/item/7"];
+    /// let mut prepared = Vec::new();
+    /// for line in lines {
+    ///     let (key, digest) = p.prepare(line)?;
+    ///     let at = hashes.push(std::str::from_utf8(&key).unwrap());
+    ///     prepared.push((key, digest, at));
+    /// }
+    /// // On the deciding thread:
+    /// let decided = dedup.check_and_insert_prepared_with_features(
+    ///     prepared.iter().map(|(k, d, at)| (&**k, *d, hashes.get(*at))),
+    /// );
+    /// assert!(decided[0].as_ref().unwrap().0.is_new());
+    /// assert!(!decided[1].as_ref().unwrap().0.is_new()); // similar: only `ref` differs
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    #[cfg(feature = "similarity")]
+    pub fn check_and_insert_prepared_with_features<'a, 'h, I>(
+        &self,
+        items: I,
+    ) -> Vec<Decision<Cow<'a, [u8]>>>
+    where
+        I: IntoIterator<Item = (&'a [u8], KeyDigest, Option<HashedUrl<'h>>)>,
+    {
+        let (keys, digests, hashes) = self.trusted_digests_with_features(items);
+        let answers = self.exact.check_and_insert_digests(&keys, &digests);
+        self.settle_prepared(keys, answers, &hashes)
+    }
+
+    /// [`check_and_insert_prepared_with_features`](Self::check_and_insert_prepared_with_features)
+    /// for a deduplicator one thread owns, as
+    /// [`check_and_insert_prepared_mut`](Self::check_and_insert_prepared_mut): the path the
+    /// `url-dedup` command's deciding thread takes with `--similar`.
+    ///
+    /// # Errors
+    ///
+    /// As [`check_and_insert_prepared`](Self::check_and_insert_prepared).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::{UrlDedup, similarity::Preset};
+    ///
+    /// let mut dedup = UrlDedup::builder().similarity(Preset::Crawler).build()?;
+    /// let p = dedup.preparer();
+    /// let mut hashes = p.feature_hashes().unwrap();
+    /// let (key, digest) = p.prepare(b"https://shop.example/item/7")?;
+    /// let at = hashes.push(std::str::from_utf8(&key).unwrap());
+    /// let decided = dedup.check_and_insert_prepared_with_features_mut([(&*key, digest, hashes.get(at))]);
+    /// assert!(decided[0].as_ref().unwrap().0.is_new());
+    /// assert!(!dedup.check_and_insert("https://shop.example/item/7?ref=rss")?.is_new());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    #[cfg(feature = "similarity")]
+    pub fn check_and_insert_prepared_with_features_mut<'a, 'h, I>(
+        &mut self,
+        items: I,
+    ) -> Vec<Decision<Cow<'a, [u8]>>>
+    where
+        I: IntoIterator<Item = (&'a [u8], KeyDigest, Option<HashedUrl<'h>>)>,
+    {
+        let (keys, digests, hashes) = self.trusted_digests_with_features(items);
+        let answers = self.exact.check_and_insert_digests_mut(&keys, &digests);
+        self.settle_prepared(keys, answers, &hashes)
     }
 
     /// Splits prepared items into keys and digests, hashing again a key whose digest another
@@ -881,14 +978,35 @@ impl UrlDedup {
             .unzip()
     }
 
-    /// [`settle`](Self::settle) for prepared keys, which come back borrowed.
+    /// [`trusted_digests`](Self::trusted_digests) for items that carry feature hashes.
+    #[cfg(feature = "similarity")]
+    #[allow(clippy::type_complexity)]
+    fn trusted_digests_with_features<'a, 'h>(
+        &self,
+        items: impl IntoIterator<Item = (&'a [u8], KeyDigest, Option<HashedUrl<'h>>)>,
+    ) -> (Vec<&'a [u8]>, Vec<Digest>, Vec<Option<HashedUrl<'h>>>) {
+        let items = items.into_iter();
+        let mut keys = Vec::with_capacity(items.size_hint().0);
+        let mut digests = Vec::with_capacity(items.size_hint().0);
+        let mut hashes = Vec::with_capacity(items.size_hint().0);
+        for (key, digest, hashed) in items {
+            keys.push(key);
+            digests.push(self.preparer.digest_of(key, digest));
+            hashes.push(hashed);
+        }
+        (keys, digests, hashes)
+    }
+
+    /// [`settle`](Self::settle) for prepared keys, which come back borrowed; `hashes` holds
+    /// each key's feature hashes, or is empty.
     fn settle_prepared<'a>(
         &self,
         keys: Vec<&'a [u8]>,
         answers: Result<Vec<bool>, Error>,
+        hashes: &[Option<HashedUrl<'_>>],
     ) -> Vec<Decision<Cow<'a, [u8]>>> {
         let keys = keys.into_iter().map(|k| Ok(Cow::Borrowed(k))).collect();
-        self.settle(keys, answers, |c: &Cow<'a, [u8]>| c)
+        self.settle(keys, answers, |c: &Cow<'a, [u8]>| c, hashes)
     }
 
     /// Decides canonical forms with one call to the exact filter, in order; items that
@@ -905,17 +1023,19 @@ impl UrlDedup {
         // One call for the whole batch: the segmented filter prefetches, Redis answers in one
         // round trip. If the store fails, every valid URL of the batch gets the error.
         let answers = self.exact.check_and_insert_batch(&valid);
-        self.settle(canonical, answers, bytes)
+        self.settle(canonical, answers, bytes, &[])
     }
 
     /// Pairs the exact filter's `answers` (one per valid item, in order) with the items, and
     /// finishes each verdict; items that failed before stay failed. If the store failed,
-    /// every valid item carries its failure.
+    /// every valid item carries its failure. `hashes` holds each item's feature hashes made
+    /// where it was prepared, or is empty.
     fn settle<C>(
         &self,
         canonical: Vec<Result<C, Error>>,
         answers: Result<Vec<bool>, Error>,
         bytes: impl Fn(&C) -> &[u8],
+        hashes: &[Option<HashedUrl<'_>>],
     ) -> Vec<Decision<C>> {
         let answers = answers.map_err(|e| (e.is_reset(), e.to_string()));
         let mut new = answers.as_deref().unwrap_or_default().iter().copied();
@@ -936,8 +1056,9 @@ impl UrlDedup {
             .similar_batch(
                 paired
                     .iter()
-                    .filter_map(|p| p.as_ref().ok().filter(|(new, _)| *new))
-                    .map(|(_, c)| bytes(c)),
+                    .enumerate()
+                    .filter_map(|(i, p)| Some((i, p.as_ref().ok().filter(|(new, _)| *new)?)))
+                    .map(|(i, (_, c))| (bytes(c), hashes.get(i).copied().flatten())),
             )
             .into_iter();
         paired
@@ -1064,19 +1185,29 @@ impl UrlDedup {
     /// batch: for each, the explanation when it is similar to an earlier one, `None` when it
     /// is not (or its key is not UTF-8). Without a similarity filter, no answers at all: the
     /// callers read a missing answer as `None`.
-    fn similar_batch<'k>(
+    fn similar_batch<'k, 'h>(
         &self,
-        canonical: impl IntoIterator<Item = &'k [u8]>,
+        new: impl IntoIterator<Item = (&'k [u8], Option<HashedUrl<'h>>)>,
     ) -> Vec<Option<Explanation>> {
         #[cfg(feature = "similarity")]
         if let Some(sim) = &self.similarity {
-            // Only with a similarity filter: checking UTF-8 costs a pass over every new key.
-            let keys: Vec<Option<&str>> = canonical
-                .into_iter()
-                .map(|c| std::str::from_utf8(c).ok())
+            let new: Vec<(&[u8], Option<HashedUrl<'h>>)> = new.into_iter().collect();
+            let mut sim = lock(sim);
+            // Every URL hashed where it was prepared: only the tests and writes are left.
+            let hashed: Option<Vec<HashedUrl<'h>>> = new.iter().map(|(_, h)| *h).collect();
+            if let Some(hashed) = hashed
+                && let Ok(verdicts) = sim.check_and_insert_hashed(&hashed)
+            {
+                return verdicts.into_iter().map(|v| explained(&sim, v)).collect();
+            }
+            // Some URL without hashes, or hashes from another deduplicator's preparer
+            // (refused, nothing recorded): split and hash them all here. Checking UTF-8
+            // costs a pass over every new key, so only with a similarity filter.
+            let keys: Vec<Option<&str>> = new
+                .iter()
+                .map(|(c, _)| std::str::from_utf8(c).ok())
                 .collect();
             let text: Vec<&str> = keys.iter().flatten().copied().collect();
-            let mut sim = lock(sim);
             let mut verdicts = sim.check_and_insert_batch(&text).into_iter();
             return keys
                 .iter()
@@ -1084,7 +1215,7 @@ impl UrlDedup {
                 .collect();
         }
         // Nothing to ask: no answer is `None` for every URL, and nothing is allocated.
-        drop(canonical);
+        drop(new);
         Vec::new()
     }
 
@@ -1260,6 +1391,14 @@ fn explained(
             .map(|(name, seen)| (name.to_owned(), seen))
             .collect(),
     })
+}
+
+/// The feature hasher of a deduplicator's similarity filter, for its [`Preparer`].
+#[cfg(feature = "similarity")]
+fn feature_hasher(
+    similarity: Option<&Mutex<GrowingSimilarityFilter>>,
+) -> Option<url_dedup_similarity::FeatureHasher> {
+    similarity.map(|s| lock(s).feature_hasher())
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the filter's bits are

@@ -37,6 +37,9 @@ pub struct Preparer {
     pub(crate) canonicalizer: Option<Canonicalizer>,
     hasher: SipHash13,
     owner: u64,
+    /// The similarity filter's feature hasher, when the deduplicator has one.
+    #[cfg(feature = "similarity")]
+    features: Option<url_dedup_similarity::FeatureHasher>,
 }
 
 /// The exact filter's digest of a canonical key, made by a [`Preparer`]. Only the
@@ -62,7 +65,45 @@ impl Preparer {
             canonicalizer,
             hasher: SipHash13::new(key),
             owner: owner_of(key),
+            #[cfg(feature = "similarity")]
+            features: None,
         }
+    }
+
+    /// This preparer, also hashing the features of the similarity filter `features` hashes
+    /// for.
+    #[cfg(feature = "similarity")]
+    pub(crate) fn with_features(
+        mut self,
+        features: Option<url_dedup_similarity::FeatureHasher>,
+    ) -> Self {
+        self.features = features;
+        self
+    }
+
+    /// An empty batch of the similarity filter's feature hashes, when the deduplicator folds
+    /// similar URLs (`None` otherwise): push each new-looking key's canonical form into it on
+    /// the thread that prepared the key, and hand the hashes to
+    /// [`UrlDedup::check_and_insert_prepared_with_features`](crate::UrlDedup::check_and_insert_prepared_with_features),
+    /// so that the deciding thread does not split and hash URLs itself (half of a new URL's
+    /// cost with [`Preset::Crawler`](crate::similarity::Preset::Crawler)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::{UrlDedup, similarity::Preset};
+    ///
+    /// let d = UrlDedup::builder().similarity(Preset::Crawler).build()?;
+    /// let mut hashes = d.preparer().feature_hashes().unwrap();
+    /// assert_eq!(hashes.push("https://example.com/a"), 0);
+    /// assert!(UrlDedup::builder().build()?.preparer().feature_hashes().is_none());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    #[cfg(feature = "similarity")]
+    pub fn feature_hashes(&self) -> Option<url_dedup_similarity::FeatureHashes> {
+        self.features
+            .as_ref()
+            .map(url_dedup_similarity::FeatureHashes::new)
     }
 
     /// The key a line is decided on (its canonical form, or the line itself when the

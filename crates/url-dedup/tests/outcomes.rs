@@ -306,6 +306,84 @@ proptest! {
     }
 }
 
+proptest! {
+    /// Similarity features hashed where the keys were prepared, on another thread, are
+    /// decided exactly as the same lines given to the deduplicator whole, through the shared
+    /// or the owner's call, while the similarity filter grows; keys handed over without
+    /// hashes, or with hashes another deduplicator's preparer made, are hashed on the spot.
+    #[test]
+    fn prepared_batch_with_features_equals_bytes_batch(
+        urls in prop::collection::vec("https://[a-c]\\.example/(item|doc)/[0-9]{1,2}(\\?(ref=rss|sort=name|id=[0-9]))?", 0..80),
+        sources in prop::collection::vec(0u8..8, 80),
+        owned in any::<bool>(),
+        expected in prop::sample::select(vec![2u64, 1_000]),
+    ) {
+        let build = |key: u8| {
+            UrlDedup::builder()
+                .expected_urls(expected)
+                .hash_key(HashKey::from_bytes([key; 16]))
+                .similarity(Preset::Crawler)
+                .build()
+                .unwrap()
+        };
+        let (mut a, b, foreign) = (build(4), build(4), build(5));
+        let show = |r: Result<(Outcome, std::borrow::Cow<'_, [u8]>), Error>| match r {
+            Ok((outcome, key)) => Ok((outcome, key.into_owned())),
+            Err(e) => Err(e.to_string()),
+        };
+        let (preparer, other) = (a.preparer(), foreign.preparer());
+        let (prepared, own, theirs) = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut own = preparer.feature_hashes().unwrap();
+                let mut theirs = other.feature_hashes().unwrap();
+                let prepared: Vec<_> = urls
+                    .iter()
+                    .zip(&sources)
+                    .map(|(u, &source)| {
+                        let (key, digest) = preparer.prepare(u.as_bytes()).unwrap();
+                        let text = std::str::from_utf8(&key).unwrap();
+                        // Mostly this deduplicator's hashes; sometimes none, sometimes
+                        // another deduplicator's.
+                        let at = match source {
+                            0 => None,
+                            1 => Some((false, theirs.push(text))),
+                            _ => Some((true, own.push(text))),
+                        };
+                        (key.into_owned(), digest, at)
+                    })
+                    .collect();
+                (prepared, own, theirs)
+            })
+            .join()
+            .unwrap()
+        });
+        let items = prepared.iter().map(|(k, d, at)| {
+            let hashed = at.and_then(|(mine, i)| if mine { own.get(i) } else { theirs.get(i) });
+            (&k[..], *d, hashed)
+        });
+        let decided: Vec<_> = if owned {
+            a.check_and_insert_prepared_with_features_mut(items)
+        } else {
+            a.check_and_insert_prepared_with_features(items)
+        }
+        .into_iter()
+        .map(show)
+        .collect();
+        let whole: Vec<_> = b
+            .check_and_insert_batch_bytes(urls.iter().map(|u| u.as_bytes()))
+            .into_iter()
+            .map(show)
+            .collect();
+        prop_assert_eq!(decided, whole);
+        let state = |d: &UrlDedup| {
+            let mut out = Vec::new();
+            d.write_to(&mut out).unwrap();
+            out
+        };
+        prop_assert!(state(&a) == state(&b), "the two deduplicators recorded different bits");
+    }
+}
+
 /// A digest made under another deduplicator's key is not used as it is: the key is hashed
 /// again, so a mix-up of preparers costs time, never a wrong answer.
 #[test]

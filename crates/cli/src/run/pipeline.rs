@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
+use url_dedup::similarity::{FeatureHashes, HashedUrl};
 use url_dedup::{KeyDigest, Preparer};
 
 use crate::lines::{Block, BlockReader, Line};
@@ -62,13 +63,17 @@ pub(crate) struct Parsed {
     pub(crate) canonical: Vec<u8>,
     /// Every line, in order.
     pub(crate) entries: Vec<Entry>,
+    /// With a similarity filter, the feature hashes of every text line whose key is UTF-8
+    /// (hashed here, on a worker: the deciding thread only tests and sets their bits).
+    pub(crate) features: Option<FeatureHashes>,
 }
 
 /// One line of a [`Parsed`] block.
 #[derive(Debug)]
 pub(crate) enum Entry {
-    /// A text line (its place in the block's bytes) and its key.
-    Text(Range<usize>, Key),
+    /// A text line (its place in the block's bytes), its key and where its key's feature
+    /// hashes are in [`Parsed::features`].
+    Text(Range<usize>, Key, Option<u32>),
     /// Nothing but white space.
     Empty,
     /// Longer than the limit: its length.
@@ -94,6 +99,11 @@ impl Parsed {
         self.block.bytes.get(range.clone()).unwrap_or_default()
     }
 
+    /// The feature hashes at `index` in [`features`](Self::features).
+    pub(crate) fn hashed(&self, index: Option<u32>) -> Option<HashedUrl<'_>> {
+        self.features.as_ref()?.get(usize::try_from(index?).ok()?)
+    }
+
     /// The key of a text line and its digest, or `None` when it has none.
     pub(crate) fn key<'a>(
         &'a self,
@@ -110,6 +120,7 @@ impl Parsed {
     /// Splits `block` into lines and finds each text line's key.
     pub(crate) fn new(source: usize, block: Block, max_len: usize, preparer: &Preparer) -> Self {
         let mut canonical = Vec::new();
+        let mut features = preparer.feature_hashes();
         let base = block.bytes.as_ptr() as usize;
         let entries = block
             .lines(max_len)
@@ -124,9 +135,18 @@ impl Parsed {
                     Line::Control(byte) => return Entry::Control(byte),
                 };
                 let key = key(prepared, &mut canonical);
+                let hashed = features.as_mut().and_then(|f| {
+                    let form = match &key {
+                        Key::Line(_) => text,
+                        Key::Canonical(c, _) => canonical.get(c.clone()).unwrap_or_default(),
+                        Key::Invalid(_) => return None,
+                    };
+                    let index = f.push(std::str::from_utf8(form).ok()?);
+                    u32::try_from(index).ok()
+                });
                 // The line is a slice of the block's bytes: its place in them.
                 let start = text.as_ptr() as usize - base;
-                Entry::Text(start..start + text.len(), key)
+                Entry::Text(start..start + text.len(), key, hashed)
             })
             .collect();
         Self {
@@ -134,6 +154,7 @@ impl Parsed {
             block,
             canonical,
             entries,
+            features,
         }
     }
 }
@@ -336,7 +357,7 @@ mod tests {
             .entries
             .iter()
             .map(|e| match e {
-                Entry::Text(range, key) => match p.key(range, key) {
+                Entry::Text(range, key, _) => match p.key(range, key) {
                     Some((k, _)) => String::from_utf8_lossy(k).into_owned(),
                     None => format!("invalid: {key:?}"),
                 },
@@ -356,13 +377,13 @@ mod tests {
             "{}",
             keys[4]
         );
-        assert!(matches!(p.entries[0], Entry::Text(_, Key::Line(_))));
+        assert!(matches!(p.entries[0], Entry::Text(_, Key::Line(_), _)));
 
         let raw = parsed(b"HTTPS://A.example\n\xff\n", false);
         assert!(
             raw.entries
                 .iter()
-                .all(|e| matches!(e, Entry::Text(_, Key::Line(_))))
+                .all(|e| matches!(e, Entry::Text(_, Key::Line(_), _)))
         );
     }
 
@@ -390,7 +411,7 @@ mod tests {
                 match results.next() {
                     Message::Parsed(p) => {
                         for e in &p.entries {
-                            if let Entry::Text(range, _) = e {
+                            if let Entry::Text(range, ..) = e {
                                 lines.push(String::from_utf8_lossy(p.line(range)).into_owned());
                             }
                         }
