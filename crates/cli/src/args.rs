@@ -79,6 +79,19 @@ pub(crate) struct Args {
     #[arg(long, value_name = "RATE", value_parser = rate, requires = "similar")]
     pub(crate) similar_fpr: Option<f64>,
 
+    /// With --similar: which threads split URLs and hash their features. `decider`: the
+    /// thread that decides in input order, for the URLs it calls new; `workers`: the threads
+    /// that canonicalize, for every line (duplicates too), leaving the decider only the tests
+    /// of bits; `auto`: workers on three cores or more. The output is the same.
+    #[arg(
+        long,
+        value_name = "WHERE",
+        value_enum,
+        default_value = "auto",
+        requires = "similar"
+    )]
+    pub(crate) feature_hashing: FeatureHashing,
+
     /// Remember seen URLs in FILE across runs, so only URLs new to all runs are printed: loaded
     /// if it exists, journaled while the run goes (FILE.journal), saved whole at the end.
     #[arg(long, value_name = "FILE")]
@@ -239,6 +252,17 @@ pub(crate) enum SimilarPreset {
     Crawler,
     /// Exactly the four features of document 004.
     Document004,
+}
+
+/// Where `--similar`'s features are hashed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FeatureHashing {
+    /// On the workers with three cores or more, else on the deciding thread.
+    Auto,
+    /// On the worker threads, for every line.
+    Workers,
+    /// On the deciding thread, for the URLs it calls new.
+    Decider,
 }
 
 /// Trailing slash policies.

@@ -17,7 +17,7 @@ use url_dedup::{Decision, FilterKind, Outcome, UrlDedup};
 
 use self::pipeline::{Entry, Key, Message, Parsed, Plan};
 use crate::Failure;
-use crate::args::{Args, SimilarPreset, SlashPolicy};
+use crate::args::{Args, FeatureHashing, SimilarPreset, SlashPolicy};
 use crate::state::{self, State};
 use crate::stats::Stats;
 
@@ -80,6 +80,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         // probes, on the one thread that decides in input order.
         preparer: dedup.preparer(),
         workers: workers(),
+        hash_features: hash_features_on_workers(args.feature_hashing),
     });
     // Where the current input is: its index, the line number of the next line, and the bytes
     // of the inputs before it.
@@ -87,7 +88,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let mut pipe_closed = false;
     loop {
         let parsed = match results.next() {
-            Message::Parsed(parsed) => parsed,
+            Message::Parsed(parsed) => *parsed,
             Message::Failed(error) => {
                 // The lines read before the failure were decided, shown and journaled all
                 // the same.
@@ -270,6 +271,20 @@ impl FileId {
 /// docs/benchmarks.md).
 fn workers() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// Whether the workers hash the similarity features of every line (`--similar`), leaving the
+/// deciding thread only the tests of their bits. Splitting a URL and hashing the crawler
+/// preset's seven values costs about 300 ns; the deciding thread does it for the URLs it
+/// calls new, the workers for every line, duplicates included. It pays where the workers have
+/// cores to spare; on two cores both ways take the same time, and hashing on the workers
+/// takes more CPU time (docs/benchmarks.md, "--feature-hashing").
+fn hash_features_on_workers(choice: FeatureHashing) -> bool {
+    match choice {
+        FeatureHashing::Workers => true,
+        FeatureHashing::Decider => false,
+        FeatureHashing::Auto => workers() >= 3,
+    }
 }
 
 /// Whether to go on after writing a batch's results.
@@ -727,7 +742,7 @@ mod tests {
             at_start: true,
             ..Block::default()
         };
-        Parsed::new(0, block, 8192, &dedup.preparer())
+        Parsed::new(0, block, 8192, &dedup.preparer(), true)
     }
 
     #[test]
@@ -968,6 +983,7 @@ mod tests {
                     },
                     MAX_LEN,
                     &raw,
+                    false,
                 );
                 let decided = dedup_line(&one_by_one, &one);
                 emit.emit(("in", number), &one, &one.entries, decided, None)
@@ -982,7 +998,10 @@ mod tests {
             let mut reader = BlockReader::new(&input[..], false, 1 + seed as usize * 37, MAX_LEN);
             let mut number = 1;
             while let Some(block) = reader.next_block().unwrap() {
-                let parsed = Parsed::new(0, block, MAX_LEN, &blocks.preparer());
+                // Features hashed on the workers for some blocks, on the deciding thread for
+                // the others, as the backlog has it.
+                let hash_features = number % 3 != 0;
+                let parsed = Parsed::new(0, block, MAX_LEN, &blocks.preparer(), hash_features);
                 emit.decide(&mut blocks, "in", number, &parsed, None)
                     .unwrap();
                 number += parsed.entries.len() as u64;

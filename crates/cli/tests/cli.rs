@@ -671,3 +671,55 @@ fn the_similarity_filter_takes_a_rate_of_its_own() {
         .unwrap();
     assert_eq!(alone.status.code(), Some(2));
 }
+
+/// `--feature-hashing` moves `--similar`'s feature hashing between the deciding thread and the
+/// workers; the output is the same either way, over several blocks and a similarity filter
+/// that grows, and without `--similar` the option is a usage error.
+#[test]
+fn features_hashed_on_the_workers_fold_as_on_the_decider() {
+    let input: String = (0..30_000u32)
+        .map(|i| {
+            // Each page comes three times, in a different variant each time.
+            let page = i.wrapping_mul(7_919) % 12_000;
+            let variant = ["", "?ref=rss", "?sort=name", "?id=7"][((i + i / 12_000) % 4) as usize];
+            format!(
+                "https://s{}.example/d{}/item-{page}.html{variant}\n",
+                page % 30,
+                page % 7
+            )
+        })
+        .collect();
+    let run = |place: &str| {
+        let out = url_dedup()
+            .args([
+                "--similar",
+                "--stats",
+                "-n",
+                "100",
+                "--feature-hashing",
+                place,
+            ])
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
+        let similar: u64 = stats
+            .lines()
+            .find_map(|l| l.strip_prefix("similar "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{stats}"));
+        (stdout_lines(&out), similar)
+    };
+    let (on_decider, folded) = run("decider");
+    assert!(folded > 1_000, "{folded} folded");
+    assert_eq!(run("workers"), (on_decider.clone(), folded));
+    assert_eq!(run("auto"), (on_decider, folded));
+    let alone = url_dedup()
+        .args(["--feature-hashing", "workers"])
+        .write_stdin("https://a.example/\n")
+        .output()
+        .unwrap();
+    assert_eq!(alone.status.code(), Some(2));
+}

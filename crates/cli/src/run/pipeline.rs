@@ -40,12 +40,16 @@ pub(crate) struct Plan {
     pub(crate) preparer: Preparer,
     /// Threads that split, canonicalize and hash blocks.
     pub(crate) workers: usize,
+    /// Whether the workers also hash each key's similarity features (when the deduplicator
+    /// has a similarity filter), which the deciding thread does itself otherwise.
+    pub(crate) hash_features: bool,
 }
 
 /// What comes out of the pipeline, in input order.
 pub(crate) enum Message {
-    /// The lines of one block of input `source`.
-    Parsed(Parsed),
+    /// The lines of one block of input `source` (boxed: a block's bookkeeping is a few
+    /// hundred bytes, passed from thread to thread once per half megabyte of input).
+    Parsed(Box<Parsed>),
     /// An input could not be opened or read (why, as shown to the user); nothing of it and
     /// of the inputs after it follows.
     Failed(String),
@@ -117,10 +121,18 @@ impl Parsed {
         }
     }
 
-    /// Splits `block` into lines and finds each text line's key.
-    pub(crate) fn new(source: usize, block: Block, max_len: usize, preparer: &Preparer) -> Self {
+    /// Splits `block` into lines and finds each text line's key; with `hash_features`, also
+    /// hashes each key's similarity features (when the deduplicator has a similarity
+    /// filter), which the deciding thread does itself otherwise.
+    pub(crate) fn new(
+        source: usize,
+        block: Block,
+        max_len: usize,
+        preparer: &Preparer,
+        hash_features: bool,
+    ) -> Self {
         let mut canonical = Vec::new();
-        let mut features = preparer.feature_hashes();
+        let mut features = preparer.feature_hashes().filter(|_| hash_features);
         let base = block.bytes.as_ptr() as usize;
         let entries = block
             .lines(max_len)
@@ -198,7 +210,8 @@ pub(crate) fn start(plan: Plan) -> Results {
         let (done_tx, done_rx) = sync_channel::<Message>(QUEUED);
         let preparer = Arc::clone(&preparer);
         let max_len = plan.max_len;
-        std::thread::spawn(move || work(&work_rx, &done_tx, max_len, &preparer));
+        let hash_features = plan.hash_features;
+        std::thread::spawn(move || work(&work_rx, &done_tx, max_len, &preparer, hash_features));
         to_workers.push(work_tx);
         from_workers.push(done_rx);
     }
@@ -247,11 +260,13 @@ fn work(
     to_decider: &SyncSender<Message>,
     max_len: usize,
     preparer: &Preparer,
+    hash_features: bool,
 ) {
     while let Ok(work) = from_reader.recv() {
         let message = match work {
             Work::Block(source, block) => {
-                Message::Parsed(Parsed::new(source, block, max_len, preparer))
+                let parsed = Parsed::new(source, block, max_len, preparer, hash_features);
+                Message::Parsed(Box::new(parsed))
             }
             Work::Failed(error) => Message::Failed(error),
             Work::End => Message::End,
@@ -344,7 +359,7 @@ mod tests {
         } else {
             b.no_canonicalization()
         };
-        Parsed::new(0, block, 100, &dedup.build().unwrap().preparer())
+        Parsed::new(0, block, 100, &dedup.build().unwrap().preparer(), true)
     }
 
     #[test]
@@ -405,6 +420,7 @@ mod tests {
                     .unwrap()
                     .preparer(),
                 workers,
+                hash_features: workers == 2,
             });
             let mut lines = Vec::new();
             let failed = loop {
