@@ -5,6 +5,7 @@
 #   bash benches/cli-vs-sort.sh [COUNT]        # default 10,000,000 lines, 50% exact duplicates
 #   ROUNDS=5 bash benches/cli-vs-sort.sh       # every tool 5 times, interleaved; medians
 #   TOOLS="url-dedup,LC_ALL=C sort -u" bash benches/cli-vs-sort.sh   # a subset, by name
+#   TOOLS="--feature-hashing=decider,--feature-hashing=workers" ...   # where --similar hashes
 #
 # The list has exact duplicates only and its URLs are already canonical, so every tool can
 # find them and every tool should print the same number of lines; url-dedup's
@@ -34,25 +35,28 @@ printf 'input: %s lines, %s distinct, %s MB; %s round(s); load before: %s\n\n' "
   "$(( $(stat -c %s "$work/urls.txt") / 1000000 ))" "$rounds" "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 names=("url-dedup" "url-dedup --raw" "url-dedup --exact" "url-dedup --similar" "sort -u" \
-  "LC_ALL=C sort -u" "awk '!seen[\$0]++'")
+  "LC_ALL=C sort -u" "awk '!seen[\$0]++'" "--feature-hashing=decider" "--feature-hashing=workers")
 commands=("target/dist/url-dedup --quiet --stats" "target/dist/url-dedup --quiet --stats --raw" \
   "target/dist/url-dedup --quiet --stats --exact" "target/dist/url-dedup --quiet --stats --similar" \
-  "sort -u" "env LC_ALL=C sort -u" "awk !seen[\$0]++")
+  "sort -u" "env LC_ALL=C sort -u" "awk !seen[\$0]++" \
+  "target/dist/url-dedup --quiet --stats --similar --feature-hashing=decider" \
+  "target/dist/url-dedup --quiet --stats --similar --feature-hashing=workers")
 selected=()
 for i in "${!names[@]}"; do
   if [[ -z "${TOOLS:-}" ]] || [[ ",${TOOLS}," == *",${names[$i]},"* ]]; then selected+=("$i"); fi
 done
 
-# One run of tool $1 in round $2: seconds, peak RSS in KB, lines out, expected loss.
+# One run of tool $1 in round $2: seconds, peak RSS in KB, lines out, expected loss, CPU
+# seconds (user and system).
 measure() {
   local i="$1" round="$2" out="$work/out.txt"
   # shellcheck disable=SC2086 # the command is split on purpose
-  if ! /usr/bin/time -f '%e %M' -o "$work/time" ${commands[$i]} < "$work/urls.txt" > "$out" 2> "$work/err.txt"; then
+  if ! /usr/bin/time -f '%e %M %U %S' -o "$work/time" ${commands[$i]} < "$work/urls.txt" > "$out" 2> "$work/err.txt"; then
     echo "${names[$i]} failed: $(tail -1 "$work/err.txt")" >&2; return
   fi
-  read -r secs kb < "$work/time"
-  printf '%s %s %s %s %s\n' "$round" "$secs" "$kb" "$(wc -l < "$out")" \
-    "$(awk '/^lost/ {print $2}' "$work/err.txt")" >> "$work/runs.$i"
+  read -r secs kb user sys < "$work/time"
+  printf '%s %s %s %s %s %s\n' "$round" "$secs" "$kb" "$(wc -l < "$out")" \
+    "$(awk '/^lost/ {print $2}' "$work/err.txt")" "$(echo "$user + $sys" | bc -l)" >> "$work/runs.$i"
 }
 
 for ((round = 0; round < rounds; round++)); do
@@ -63,8 +67,8 @@ done
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-printf '%-30s %9s %15s %12s %12s %11s %7s %10s\n' tool seconds "min-max" "URLs/s" "peak RSS MB" \
-  "lines out" lost expected
+printf '%-30s %9s %15s %8s %12s %12s %11s %7s %10s\n' tool seconds "min-max" "CPU s" "URLs/s" \
+  "peak RSS MB" "lines out" lost expected
 for i in "${selected[@]}"; do
   runs="$work/runs.$i"
   [[ -s "$runs" ]] || continue
@@ -73,8 +77,9 @@ for i in "${selected[@]}"; do
   kb=$(cut -d' ' -f3 "$runs" | median)
   out=$(cut -d' ' -f4 "$runs" | head -1)
   expected=$(cut -d' ' -f5 "$runs" | head -1)
-  printf '%-30s %9.2f %15s %12.0f %12.1f %11s %7s %10s\n' "${names[$i]}" "$secs" "$spread" \
-    "$(echo "$count / $secs" | bc -l)" "$(echo "$kb / 1024" | bc -l)" "$out" \
+  cpu=$(cut -d' ' -f6 "$runs" | median)
+  printf '%-30s %9.2f %15s %8.2f %12.0f %12.1f %11s %7s %10s\n' "${names[$i]}" "$secs" "$spread" \
+    "$cpu" "$(echo "$count / $secs" | bc -l)" "$(echo "$kb / 1024" | bc -l)" "$out" \
     "$(( distinct - out ))" "${expected:--}"
 done
 
@@ -82,7 +87,7 @@ done
 sort_runs="$work/runs.5"
 if [[ -s "$sort_runs" ]]; then
   printf '\nspeed-up over LC_ALL=C sort -u (median of the per-round ratios):'
-  for i in 0 1 2 3; do
+  for i in 0 1 2 3 7 8; do
     runs="$work/runs.$i"
     [[ -s "$runs" ]] || continue
     ratio=$(join <(cut -d' ' -f1,2 "$sort_runs" | sort) <(cut -d' ' -f1,2 "$runs" | sort) \
