@@ -69,6 +69,8 @@ pub(crate) struct Scratch {
     pub(crate) hashed: Vec<Hashed>,
     located: Vec<Located>,
     positions: Vec<u64>,
+    /// Each located value's bits as word masks of its block, features one after the other.
+    masks: Vec<u64>,
 }
 
 impl Scratch {
@@ -348,6 +350,7 @@ pub(crate) fn check_and_insert_layers<T>(
             }
         }
     };
+    let mut masks = Vec::new();
     let mut ready = vec![Vec::new(); layers.len()];
     let mut next = ready.clone();
     let mut chunks = urls.chunks(BATCH_CHUNK);
@@ -371,13 +374,16 @@ pub(crate) fn check_and_insert_layers<T>(
                 .zip(&layouts)
                 .zip(&ready)
                 .fold(0, |seen, ((l, &layout), r)| {
-                    seen | l.verdict_of(layout, &r[span.clone()], 0).matches().mask()
+                    seen | l
+                        .verdict_of(layout, &r[span.clone()], 0, &mut masks)
+                        .matches()
+                        .mask()
                 });
             let layout = layouts[newest_index];
             let located = &ready[newest_index][span];
-            let verdict = newest.verdict_of(layout, located, seen);
+            let verdict = newest.verdict_of(layout, located, seen, &mut masks);
             if verdict.is_new() {
-                newest.set_blocks(layout, located);
+                newest.set_blocks(layout, located, &masks);
                 newest.items += 1;
             }
             out.push(verdict);
@@ -503,7 +509,7 @@ impl SimilarityFilter {
             Some(layout) => {
                 scratch.located.clear();
                 self.locate(layout, &scratch.hashed, &mut scratch.located);
-                self.verdict_of(layout, &scratch.located, seen)
+                self.verdict_of(layout, &scratch.located, seen, &mut scratch.masks)
             }
             None => self.probe(&scratch.hashed, &mut scratch.positions, seen),
         }
@@ -525,7 +531,7 @@ impl SimilarityFilter {
     /// URL.
     fn record(&mut self, scratch: &Scratch) {
         match self.line_blocks() {
-            Some(layout) => self.set_blocks(layout, &scratch.located),
+            Some(layout) => self.set_blocks(layout, &scratch.located, &scratch.masks),
             None => {
                 let words = self.words.as_mut_slice();
                 for &bit in &scratch.positions {
@@ -660,24 +666,41 @@ impl SimilarityFilter {
     }
 
     /// The verdict for one URL's [`locate`](Self::locate)d values (one per feature), the
-    /// features in `seen` counted as matched.
-    pub(crate) fn verdict_of(&self, layout: Layout, located: &[Located], seen: u64) -> Verdict {
+    /// features in `seen` counted as matched. Each value's offsets are gathered into word
+    /// masks of its block (left in `masks` for [`set_blocks`](Self::set_blocks)), then tested
+    /// a word at a time: the offsets are computed once for the test and the write.
+    pub(crate) fn verdict_of(
+        &self,
+        layout: Layout,
+        located: &[Located],
+        seen: u64,
+        masks: &mut Vec<u64>,
+    ) -> Verdict {
         let words = self.words.as_slice();
         let block_words = (layout.segment_bits() / 64) as usize;
+        masks.clear();
+        masks.resize(located.len() * block_words, 0);
         let mut mask = seen;
-        for (i, at) in located.iter().enumerate() {
-            let block = words
-                .get(at.word..at.word + block_words)
-                .unwrap_or_default();
+        for ((i, at), value) in located
+            .iter()
+            .enumerate()
+            .zip(masks.chunks_exact_mut(block_words.max(1)))
+        {
             let probe = Probe {
                 segment: 0,
                 seed: at.seed,
             };
-            let missing = layout.fold_offsets(probe, 0, |missing, offset| {
-                let bit = 1u64 << (offset % 64);
-                missing | block.get((offset / 64) as usize).map_or(bit, |w| bit & !w)
+            layout.fold_offsets(probe, (), |(), offset| {
+                if let Some(w) = value.get_mut((offset / 64) as usize) {
+                    *w |= 1 << (offset % 64);
+                }
             });
-            mask |= u64::from(missing == 0) << i;
+            let block = words
+                .get(at.word..at.word + block_words)
+                .unwrap_or_default();
+            let all_set =
+                block.len() == value.len() && block.iter().zip(&*value).all(|(w, m)| w & m == *m);
+            mask |= u64::from(all_set) << i;
         }
         let matches = Matches::new(mask, self.features.len());
         if matches.all() {
@@ -687,24 +710,16 @@ impl SimilarityFilter {
         }
     }
 
-    /// Sets the bits of the values [`locate`](Self::locate) found.
-    pub(crate) fn set_blocks(&mut self, layout: Layout, located: &[Located]) {
+    /// Sets the bits of the values [`locate`](Self::locate) found, from the masks
+    /// [`verdict_of`](Self::verdict_of) left.
+    pub(crate) fn set_blocks(&mut self, layout: Layout, located: &[Located], masks: &[u64]) {
         let block_words = (layout.segment_bits() / 64) as usize;
         let words = self.words.as_mut_slice();
-        for at in located {
+        for (at, value) in located.iter().zip(masks.chunks_exact(block_words.max(1))) {
             if let Some(block) = words.get_mut(at.word..at.word + block_words) {
-                layout.fold_offsets(
-                    Probe {
-                        segment: 0,
-                        seed: at.seed,
-                    },
-                    (),
-                    |(), offset| {
-                        if let Some(w) = block.get_mut((offset / 64) as usize) {
-                            *w |= 1 << (offset % 64);
-                        }
-                    },
-                );
+                for (w, m) in block.iter_mut().zip(value) {
+                    *w |= m;
+                }
             }
         }
     }
