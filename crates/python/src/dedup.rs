@@ -23,14 +23,14 @@ pub(crate) struct PyUrlDedup {
 /// The constructor's keyword arguments, shared by `UrlDedup(...)`, `load` and `from_bytes`.
 macro_rules! options {
     ($expected_urls:ident, $false_positive_rate:ident, $canonicalization:ident, $filter:ident,
-     $similarity:ident, $hash_key:ident, $redis:ident, $redis_prefix:ident,
-     $accept_config_change:ident) => {
+     $similarity:ident, $similarity_fpr:ident, $hash_key:ident, $redis:ident,
+     $redis_prefix:ident, $accept_config_change:ident) => {
         Options::parse(
             $expected_urls,
             $false_positive_rate,
             $canonicalization,
             $filter,
-            $similarity,
+            ($similarity, $similarity_fpr),
             $hash_key,
             $redis,
             $redis_prefix,
@@ -49,6 +49,7 @@ impl PyUrlDedup {
         canonicalization = Some("crawler"),
         filter = "growing",
         similarity = None,
+        similarity_false_positive_rate = None,
         hash_key = None,
         redis = None,
         redis_prefix = "url-dedup".to_owned(),
@@ -62,6 +63,7 @@ impl PyUrlDedup {
         canonicalization: Option<&str>,
         filter: &str,
         similarity: Option<&str>,
+        similarity_false_positive_rate: Option<f64>,
         hash_key: Option<&[u8]>,
         redis: Option<String>,
         redis_prefix: String,
@@ -73,6 +75,7 @@ impl PyUrlDedup {
             canonicalization,
             filter,
             similarity,
+            similarity_false_positive_rate,
             hash_key,
             redis,
             redis_prefix,
@@ -97,6 +100,7 @@ impl PyUrlDedup {
         canonicalization = Some("crawler"),
         filter = "growing",
         similarity = None,
+        similarity_false_positive_rate = None,
         hash_key = None,
         redis = None,
         redis_prefix = "url-dedup".to_owned(),
@@ -111,6 +115,7 @@ impl PyUrlDedup {
         canonicalization: Option<&str>,
         filter: &str,
         similarity: Option<&str>,
+        similarity_false_positive_rate: Option<f64>,
         hash_key: Option<&[u8]>,
         redis: Option<String>,
         redis_prefix: String,
@@ -122,6 +127,7 @@ impl PyUrlDedup {
             canonicalization,
             filter,
             similarity,
+            similarity_false_positive_rate,
             hash_key,
             redis,
             redis_prefix,
@@ -144,6 +150,7 @@ impl PyUrlDedup {
         canonicalization = Some("crawler"),
         filter = "growing",
         similarity = None,
+        similarity_false_positive_rate = None,
         hash_key = None,
         redis = None,
         redis_prefix = "url-dedup".to_owned(),
@@ -158,6 +165,7 @@ impl PyUrlDedup {
         canonicalization: Option<&str>,
         filter: &str,
         similarity: Option<&str>,
+        similarity_false_positive_rate: Option<f64>,
         hash_key: Option<&[u8]>,
         redis: Option<String>,
         redis_prefix: String,
@@ -169,6 +177,7 @@ impl PyUrlDedup {
             canonicalization,
             filter,
             similarity,
+            similarity_false_positive_rate,
             hash_key,
             redis,
             redis_prefix,
@@ -383,6 +392,9 @@ impl PyUrlDedup {
         );
         if let Some(p) = o.similarity {
             repr += &format!(", similarity={:?}", format!("{p:?}").to_ascii_lowercase());
+        }
+        if let Some(rate) = o.similarity_fpr {
+            repr += &format!(", similarity_false_positive_rate={rate}");
         }
         if let Some((url, prefix)) = &o.redis {
             repr += &format!(", redis={url:?}, redis_prefix={prefix:?}");

@@ -19,6 +19,8 @@ pub(crate) struct Options {
     pub(crate) canonicalization: Option<Convention>,
     pub(crate) filter: FilterKind,
     pub(crate) similarity: Option<Preset>,
+    /// The similarity filter's own rate per feature value (default: `false_positive_rate`).
+    pub(crate) similarity_fpr: Option<f64>,
     pub(crate) hash_key: Option<HashKey>,
     /// Redis URL and key prefix of a shared filter.
     pub(crate) redis: Option<(String, String)>,
@@ -34,18 +36,24 @@ impl Options {
         false_positive_rate: f64,
         canonicalization: Option<&str>,
         filter: &str,
-        similarity: Option<&str>,
+        (similarity, similarity_fpr): (Option<&str>, Option<f64>),
         hash_key: Option<&[u8]>,
         redis: Option<String>,
         redis_prefix: String,
         accept_config_change: bool,
     ) -> PyResult<Self> {
+        if similarity.is_none() && similarity_fpr.is_some() {
+            return Err(PyValueError::new_err(
+                "similarity_false_positive_rate needs a similarity preset (similarity=...)",
+            ));
+        }
         Ok(Self {
             expected_urls,
             false_positive_rate,
             canonicalization: canonicalization.map(convention).transpose()?,
             filter: filter_kind(filter)?,
             similarity: similarity.map(preset).transpose()?,
+            similarity_fpr,
             hash_key: hash_key.map(key).transpose()?,
             redis: redis.map(|url| (url, redis_prefix)),
             accept_config_change,
@@ -64,6 +72,9 @@ impl Options {
         };
         if let Some(preset) = self.similarity {
             b = b.similarity(preset);
+        }
+        if let Some(rate) = self.similarity_fpr {
+            b = b.similarity_false_positive_rate(rate);
         }
         if let Some(key) = self.hash_key {
             b = b.hash_key(key);

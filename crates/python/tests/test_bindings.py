@@ -123,6 +123,20 @@ def test_similarity_preset_folds_presentation_parameters():
         UrlDedup(similarity="fuzzy")
 
 
+def test_similarity_takes_a_rate_of_its_own():
+    urls = [f"https://s{i % 40}.example/d{i}/p.html?ref={i % 3}" for i in range(2_000)]
+    strict = UrlDedup(5_000, 1e-9, similarity="crawler")
+    loose = UrlDedup(5_000, 1e-9, similarity="crawler", similarity_false_positive_rate=1e-4)
+    assert "similarity_false_positive_rate=0.0001" in repr(loose)
+    # The same folds on a list without chance matches, in less memory.
+    assert [strict.check_and_insert(u) for u in urls] == [loose.check_and_insert(u) for u in urls]
+    assert loose.memory_bytes * 2 < strict.memory_bytes
+    with pytest.raises(ValueError, match="similarity preset"):
+        UrlDedup(similarity_false_positive_rate=1e-4)
+    with pytest.raises(FilterError):
+        UrlDedup(similarity="crawler", similarity_false_positive_rate=2.0)
+
+
 def test_options_are_checked():
     with pytest.raises(FilterError):
         UrlDedup(false_positive_rate=2.0)

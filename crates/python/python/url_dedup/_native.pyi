@@ -53,6 +53,10 @@ class UrlDedup:
         per URL).
     :param similarity: ``"crawler"`` or ``"document004"`` to fold URLs whose every feature was
         seen into :attr:`Outcome.SIMILAR`.
+    :param similarity_false_positive_rate: the chance that a value of one URL feature is taken
+        for seen (default: ``false_positive_rate``). A URL is folded by chance only if every
+        feature it does not share with earlier URLs matches by chance, so a looser rate takes
+        less memory and time; only with ``similarity``.
     :param hash_key: 16 bytes keying the filter's hashes (default: random), for reproducible
         runs or a shared filter created up front.
     :param redis: keep the filter in Redis at this URL (``redis://host:6379/0``) so every
@@ -64,7 +68,8 @@ class UrlDedup:
         configuration.
     :raises FilterError: for a size or rate out of range.
     :raises RedisError: when the shared filter cannot be opened.
-    :raises ValueError: for an unknown convention, filter or preset name.
+    :raises ValueError: for an unknown convention, filter or preset name, or a similarity rate
+        without a preset.
     """
 
     def __init__(
@@ -75,6 +80,7 @@ class UrlDedup:
         canonicalization: Convention | str | None = "crawler",
         filter: FilterKind | str = "growing",
         similarity: Preset | str | None = None,
+        similarity_false_positive_rate: float | None = None,
         hash_key: bytes | None = None,
         redis: str | None = None,
         redis_prefix: str = "url-dedup",
@@ -89,6 +95,7 @@ class UrlDedup:
         canonicalization: Convention | str | None = "crawler",
         filter: FilterKind | str = "growing",
         similarity: Preset | str | None = None,
+        similarity_false_positive_rate: float | None = None,
         hash_key: bytes | None = None,
         redis: str | None = None,
         redis_prefix: str = "url-dedup",
@@ -113,6 +120,7 @@ class UrlDedup:
         canonicalization: Convention | str | None = "crawler",
         filter: FilterKind | str = "growing",
         similarity: Preset | str | None = None,
+        similarity_false_positive_rate: float | None = None,
         hash_key: bytes | None = None,
         redis: str | None = None,
         redis_prefix: str = "url-dedup",
