@@ -239,3 +239,31 @@ fn last_epoch_refuses_changes() {
         table
     );
 }
+
+/// Shard parameters serialized before they had a placement (JSON, which names its fields)
+/// read as scattered; with a placement they round-trip.
+#[cfg(feature = "serde")]
+#[test]
+fn shard_params_without_a_placement_read_as_scattered() {
+    use url_dedup_bloom::hash::HashKey;
+    use url_dedup_partition::SegmentedShardParams;
+    use url_dedup_segmented::Placement;
+
+    let split = SegmentedShardParams::new(1_000, 0.01, 512, HashKey::from_bytes([3; 16]))
+        .with_placement(Placement::Split);
+    let mut json: serde_json::Value = serde_json::to_value(split).unwrap();
+    assert_eq!(
+        serde_json::from_value::<SegmentedShardParams>(json.clone()).unwrap(),
+        split
+    );
+    json.as_object_mut().unwrap().remove("placement");
+    let old: SegmentedShardParams = serde_json::from_value(json).unwrap();
+    assert_eq!(old.placement, Placement::Scattered);
+    assert_eq!(
+        old,
+        SegmentedShardParams {
+            placement: Placement::Scattered,
+            ..split
+        }
+    );
+}
