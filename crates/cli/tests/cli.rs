@@ -13,6 +13,17 @@ fn url_dedup() -> Command {
     Command::cargo_bin("url-dedup").unwrap()
 }
 
+/// The number on the `--stats` line that starts with the word `name`.
+fn stat(output: &std::process::Output, name: &str) -> u64 {
+    let stats = String::from_utf8_lossy(&output.stderr);
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {stats}"))
+}
+
 fn stdout_lines(output: &std::process::Output) -> Vec<String> {
     String::from_utf8(output.stdout.clone())
         .unwrap()
@@ -647,14 +658,7 @@ fn the_similarity_filter_takes_a_rate_of_its_own() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
-        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
-        let bytes: u64 = stats
-            .lines()
-            .find_map(|l| l.strip_prefix("filter"))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{stats}"));
-        (stdout_lines(&out), bytes)
+        (stdout_lines(&out), stat(&out, "filter"))
     };
     let (strict, strict_bytes) = run(&[]);
     let (loose, loose_bytes) = run(&["--similar-fpr", "1e-5"]);
@@ -703,14 +707,7 @@ fn features_hashed_on_the_workers_fold_as_on_the_decider() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
-        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
-        let similar: u64 = stats
-            .lines()
-            .find_map(|l| l.strip_prefix("similar "))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{stats}"));
-        (stdout_lines(&out), similar)
+        (stdout_lines(&out), stat(&out, "similar"))
     };
     let (on_decider, folded) = run("decider");
     assert!(folded > 1_000, "{folded} folded");
