@@ -46,12 +46,12 @@ pub const MAX_FEATURES: usize = 64;
 /// ```
 #[derive(Clone)]
 pub struct SimilarityFilter {
-    pub(crate) features: Vec<Arc<dyn Feature>>,
     pub(crate) regions: Regions,
     pub(crate) sizing: RegionSizing,
     words: Words,
     pub(crate) key: Option<HashKey>,
     pub(crate) hash: FeatureHash,
+    /// Hashes the feature values; it holds the features.
     hasher: FeatureHasher,
     pub(crate) expected_items: u64,
     pub(crate) fpr: f64,
@@ -66,7 +66,7 @@ pub struct SimilarityFilter {
 pub(crate) struct Scratch {
     value: Vec<u8>,
     /// The hash of each feature's value, in feature order.
-    pub(crate) hashed: Vec<Hashed>,
+    hashed: Vec<Hashed>,
     located: Vec<Located>,
     positions: Vec<u64>,
     /// Each located value's bits as word masks of its block, features one after the other.
@@ -86,12 +86,12 @@ impl Scratch {
 /// URLs of a [batch](SimilarityFilter::check_and_insert_batch) whose values are hashed and
 /// whose blocks are requested together, ahead of their tests: seven features each makes 56
 /// cache lines in flight, about what a core's miss buffers hold.
-pub(crate) const BATCH_CHUNK: usize = 8;
+const BATCH_CHUNK: usize = 8;
 
 /// Where a feature value's bits are in a blocked region: the first word of its block, and
 /// the seed its offsets in the block come from.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Located {
+struct Located {
     word: usize,
     seed: u64,
 }
@@ -337,7 +337,7 @@ pub(crate) fn check_and_insert_layers<T>(
     let (Some(first), Some(newest_index)) = (layers.first(), layers.len().checked_sub(1)) else {
         return false;
     };
-    let features = first.features.len().max(1);
+    let features = first.feature_list().len().max(1);
     let locate = |layers: &[SimilarityFilter],
                   chunk: &[T],
                   located: &mut [Vec<Located>],
@@ -426,15 +426,13 @@ impl SimilarityFilter {
         fpr: f64,
         items: u64,
     ) -> Self {
-        let hasher = FeatureHasher::new(&features, hash, key);
         Self {
-            features,
+            hasher: FeatureHasher::new(&features, hash, key),
             regions,
             sizing,
             words,
             key,
             hash,
-            hasher,
             expected_items,
             fpr,
             items,
@@ -449,7 +447,7 @@ impl SimilarityFilter {
         Builder {
             expected_items,
             fpr,
-            features: self.features.clone(),
+            features: self.feature_list().to_vec(),
             key: self.key,
             region_bits: None,
             sizing: self.sizing,
@@ -489,6 +487,11 @@ impl SimilarityFilter {
     /// See [`FeatureHasher`].
     pub fn feature_hasher(&self) -> FeatureHasher {
         self.hasher.clone()
+    }
+
+    /// The features, in order.
+    pub(crate) fn feature_list(&self) -> &[Arc<dyn Feature>] {
+        self.hasher.features_of()
     }
 
     /// Refuses hashes that another filter's hasher made (other features, key or feature
@@ -564,19 +567,34 @@ impl SimilarityFilter {
     /// # Ok::<(), url_dedup_similarity::Error>(())
     /// ```
     pub fn check_and_insert_batch<S: AsRef<str>>(&mut self, urls: &[S]) -> Vec<Verdict> {
+        self.batch(urls, |filter, url, scratch| {
+            filter.hash_features(url.as_ref(), scratch);
+        })
+    }
+
+    /// Decides `urls` in order, `hash` leaving each one's feature hashes in the scratch
+    /// space: a few URLs ahead when the regions test whole words, one at a time otherwise.
+    fn batch<T>(
+        &mut self,
+        urls: &[T],
+        hash: impl Fn(&SimilarityFilter, &T, &mut Scratch) + Copy,
+    ) -> Vec<Verdict> {
         let mut out = Vec::with_capacity(urls.len());
         let mut scratch = std::mem::take(&mut self.scratch);
         let batched = check_and_insert_layers(
             std::slice::from_mut(self),
             urls,
-            |filter, url, scratch| filter.hash_features(url.as_ref(), scratch),
+            hash,
             &mut scratch,
             &mut out,
         );
-        self.scratch = scratch;
         if !batched {
-            out.extend(urls.iter().map(|u| self.check_and_insert(u.as_ref())));
+            for url in urls {
+                hash(self, url, &mut scratch);
+                out.push(self.check_and_insert_scratch(0, &mut scratch));
+            }
         }
+        self.scratch = scratch;
         out
     }
 
@@ -597,23 +615,7 @@ impl SimilarityFilter {
         urls: &[HashedUrl<'_>],
     ) -> Result<Vec<Verdict>, Error> {
         self.check_origin(urls)?;
-        let mut out = Vec::with_capacity(urls.len());
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let batched = check_and_insert_layers(
-            std::slice::from_mut(self),
-            urls,
-            |_, url, scratch| scratch.load(url),
-            &mut scratch,
-            &mut out,
-        );
-        if !batched {
-            for url in urls {
-                scratch.load(url);
-                out.push(self.check_and_insert_scratch(0, &mut scratch));
-            }
-        }
-        self.scratch = scratch;
-        Ok(out)
+        Ok(self.batch(urls, |_, url, scratch| scratch.load(url)))
     }
 
     /// Checks `url` without recording it.
@@ -638,7 +640,7 @@ impl SimilarityFilter {
     /// sizing makes): their values are tested and set a word at a time, in place, without a
     /// list of bit positions.
     #[inline]
-    pub(crate) fn line_blocks(&self) -> Option<Layout> {
+    fn line_blocks(&self) -> Option<Layout> {
         self.regions
             .blocks
             .filter(|l| l.segment_bits().is_multiple_of(64) && self.regions.bits.is_multiple_of(64))
@@ -646,7 +648,7 @@ impl SimilarityFilter {
 
     /// Appends where each feature value lies, from the values' hashes (one [`Located`] per
     /// feature, in order), and asks the CPU for its block's cache lines.
-    pub(crate) fn locate(&self, layout: Layout, hashed: &[Hashed], located: &mut Vec<Located>) {
+    fn locate(&self, layout: Layout, hashed: &[Hashed], located: &mut Vec<Located>) {
         let words = self.words.as_slice();
         let region_words = self.regions.bits / 64;
         let block_words = layout.segment_bits() / 64;
@@ -669,7 +671,7 @@ impl SimilarityFilter {
     /// features in `seen` counted as matched. Each value's offsets are gathered into word
     /// masks of its block (left in `masks` for [`set_blocks`](Self::set_blocks)), then tested
     /// a word at a time: the offsets are computed once for the test and the write.
-    pub(crate) fn verdict_of(
+    fn verdict_of(
         &self,
         layout: Layout,
         located: &[Located],
@@ -702,7 +704,7 @@ impl SimilarityFilter {
                 block.len() == value.len() && block.iter().zip(&*value).all(|(w, m)| w & m == *m);
             mask |= u64::from(all_set) << i;
         }
-        let matches = Matches::new(mask, self.features.len());
+        let matches = Matches::new(mask, self.feature_list().len());
         if matches.all() {
             Verdict::Similar(matches)
         } else {
@@ -712,7 +714,7 @@ impl SimilarityFilter {
 
     /// Sets the bits of the values [`locate`](Self::locate) found, from the masks
     /// [`verdict_of`](Self::verdict_of) left.
-    pub(crate) fn set_blocks(&mut self, layout: Layout, located: &[Located], masks: &[u64]) {
+    fn set_blocks(&mut self, layout: Layout, located: &[Located], masks: &[u64]) {
         let block_words = (layout.segment_bits() / 64) as usize;
         let words = self.words.as_mut_slice();
         for (at, value) in located.iter().zip(masks.chunks_exact(block_words.max(1))) {
@@ -763,12 +765,12 @@ impl SimilarityFilter {
         };
         let mut mask = seen;
         let mut start = 0;
-        for (i, &end) in ends.iter().enumerate().take(self.features.len()) {
+        for (i, &end) in ends.iter().enumerate().take(self.feature_list().len()) {
             let matched = positions[start..end].iter().all(is_set);
             mask |= u64::from(matched) << i;
             start = end;
         }
-        let matches = Matches::new(mask, self.features.len());
+        let matches = Matches::new(mask, self.feature_list().len());
         if matches.all() {
             Verdict::Similar(matches)
         } else {
@@ -794,7 +796,7 @@ impl SimilarityFilter {
     ///
     /// See [`Builder::features`].
     pub fn features(&self) -> impl ExactSizeIterator<Item = &str> {
-        self.features.iter().map(|f| f.name())
+        self.feature_list().iter().map(|f| f.name())
     }
 
     /// Region size `N` in bits (one region per feature).
@@ -853,7 +855,7 @@ impl SimilarityFilter {
     ///
     /// See [`SimilarityFilter::region_bits`].
     pub fn bits(&self) -> u64 {
-        self.regions.bits * self.features.len() as u64
+        self.regions.bits * self.feature_list().len() as u64
     }
 
     /// How many URLs were recorded as new.
@@ -980,7 +982,7 @@ impl SimilarityFilter {
             };
             ones as f64 / bits.max(1) as f64
         };
-        (0..self.features.len() as u64)
+        (0..self.feature_list().len() as u64)
             .map(|i| {
                 let base = i * self.regions.bits;
                 match self.regions.blocks {

@@ -14,8 +14,9 @@ use crate::{Feature, FeatureHash, UrlParts};
 /// it came from does, on any thread. Cheap to clone (the features are shared).
 ///
 /// A filter's verdict needs every feature's value of a URL, hashed with the filter's key:
-/// splitting a URL and hashing seven values is about half of a new URL's cost in the crawler
-/// preset, and none of it depends on what was recorded before. Hash on worker threads into
+/// splitting a URL and hashing its values (seven in the crawler preset) is most of a check's
+/// work when the filter's blocks are in the cache, and none of it depends on what was recorded
+/// before. Hash on worker threads into
 /// [`FeatureHashes`], then decide in order with
 /// [`check_and_insert_hashed`](crate::SimilarityFilter::check_and_insert_hashed).
 ///
@@ -69,6 +70,11 @@ impl FeatureHasher {
             feature.write_value(&parts, value);
             out.push(self.hasher.hash(value));
         }
+    }
+
+    /// The features, in order.
+    pub(crate) fn features_of(&self) -> &[Arc<dyn Feature>] {
+        &self.features
     }
 
     /// The number of features: hashes per URL.

@@ -57,7 +57,7 @@ impl SimilarityFilter {
             .put_u64(self.expected_items)
             .put_u64(self.fpr.to_bits())
             .put_u64(self.items)
-            .put_u16(self.features.len() as u16);
+            .put_u16(self.feature_list().len() as u16);
         for name in self.features() {
             let bytes = name.as_bytes();
             let len = u16::try_from(bytes.len())

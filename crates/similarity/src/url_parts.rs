@@ -134,7 +134,7 @@ impl<'a> UrlParts<'a> {
     /// ```
     pub fn first_directory(&self) -> Option<&'a str> {
         let tail = self.path.strip_prefix('/')?;
-        Some(position(tail.as_bytes(), b'/').map_or(tail, |at| &tail[..at]))
+        Some(memchr::memchr(b'/', tail.as_bytes()).map_or(tail, |at| &tail[..at]))
     }
 
     /// `un` for `n >= 2`, the last path segment.
@@ -173,12 +173,6 @@ impl<'a> UrlParts<'a> {
     pub fn query(&self) -> Option<&'a str> {
         self.query
     }
-}
-
-/// The index of the first `byte` in `bytes`.
-#[inline]
-pub(crate) fn position(bytes: &[u8], byte: u8) -> Option<usize> {
-    memchr::memchr(byte, bytes)
 }
 
 #[cfg(test)]
