@@ -998,8 +998,8 @@ mod tests {
             let mut reader = BlockReader::new(&input[..], false, 1 + seed as usize * 37, MAX_LEN);
             let mut number = 1;
             while let Some(block) = reader.next_block().unwrap() {
-                // Features hashed on the workers for some blocks, on the deciding thread for
-                // the others, as the backlog has it.
+                // Features hashed by the workers for some blocks and by the deciding thread
+                // for the others: either way gives the same answers.
                 let hash_features = number % 3 != 0;
                 let parsed = Parsed::new(0, block, MAX_LEN, &blocks.preparer(), hash_features);
                 emit.decide(&mut blocks, "in", number, &parsed, None)

@@ -843,7 +843,8 @@ impl UrlDedup {
     where
         I: IntoIterator<Item = (&'a [u8], KeyDigest)>,
     {
-        let (keys, digests) = self.trusted_digests(items);
+        let (keys, digests, _) =
+            self.trusted_digests(items.into_iter().map(|(key, digest)| (key, digest, None)));
         let answers = self.exact.check_and_insert_digests(&keys, &digests);
         self.settle_prepared(keys, answers, &[])
     }
@@ -875,7 +876,8 @@ impl UrlDedup {
     where
         I: IntoIterator<Item = (&'a [u8], KeyDigest)>,
     {
-        let (keys, digests) = self.trusted_digests(items);
+        let (keys, digests, _) =
+            self.trusted_digests(items.into_iter().map(|(key, digest)| (key, digest, None)));
         let answers = self.exact.check_and_insert_digests_mut(&keys, &digests);
         self.settle_prepared(keys, answers, &[])
     }
@@ -884,9 +886,9 @@ impl UrlDedup {
     /// similarity features were hashed where they were prepared, into the
     /// [`FeatureHashes`](crate::similarity::FeatureHashes) of
     /// [`Preparer::feature_hashes`]: the same answers, with the URLs the exact filter calls
-    /// new only tested against the similarity filter, not split and hashed again. A key
-    /// without hashes (`None`), or with hashes another deduplicator's preparer made, is
-    /// hashed here.
+    /// new only tested against the similarity filter, not split and hashed again. A batch in
+    /// which a new key has no hashes (`None`), or hashes another deduplicator's preparer made,
+    /// is split and hashed here whole.
     ///
     /// # Errors
     ///
@@ -924,7 +926,7 @@ impl UrlDedup {
     where
         I: IntoIterator<Item = (&'a [u8], KeyDigest, Option<HashedUrl<'h>>)>,
     {
-        let (keys, digests, hashes) = self.trusted_digests_with_features(items);
+        let (keys, digests, hashes) = self.trusted_digests(items);
         let answers = self.exact.check_and_insert_digests(&keys, &digests);
         self.settle_prepared(keys, answers, &hashes)
     }
@@ -961,27 +963,15 @@ impl UrlDedup {
     where
         I: IntoIterator<Item = (&'a [u8], KeyDigest, Option<HashedUrl<'h>>)>,
     {
-        let (keys, digests, hashes) = self.trusted_digests_with_features(items);
+        let (keys, digests, hashes) = self.trusted_digests(items);
         let answers = self.exact.check_and_insert_digests_mut(&keys, &digests);
         self.settle_prepared(keys, answers, &hashes)
     }
 
-    /// Splits prepared items into keys and digests, hashing again a key whose digest another
-    /// deduplicator's preparer made.
-    fn trusted_digests<'a>(
-        &self,
-        items: impl IntoIterator<Item = (&'a [u8], KeyDigest)>,
-    ) -> (Vec<&'a [u8]>, Vec<Digest>) {
-        items
-            .into_iter()
-            .map(|(key, digest)| (key, self.preparer.digest_of(key, digest)))
-            .unzip()
-    }
-
-    /// [`trusted_digests`](Self::trusted_digests) for items that carry feature hashes.
-    #[cfg(feature = "similarity")]
+    /// Splits prepared items into keys, digests and feature hashes, hashing again a key whose
+    /// digest another deduplicator's preparer made.
     #[allow(clippy::type_complexity)]
-    fn trusted_digests_with_features<'a, 'h>(
+    fn trusted_digests<'a, 'h>(
         &self,
         items: impl IntoIterator<Item = (&'a [u8], KeyDigest, Option<HashedUrl<'h>>)>,
     ) -> (Vec<&'a [u8]>, Vec<Digest>, Vec<Option<HashedUrl<'h>>>) {

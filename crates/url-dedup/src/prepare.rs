@@ -82,11 +82,11 @@ impl Preparer {
     }
 
     /// An empty batch of the similarity filter's feature hashes, when the deduplicator folds
-    /// similar URLs (`None` otherwise): push each new-looking key's canonical form into it on
-    /// the thread that prepared the key, and hand the hashes to
+    /// similar URLs (`None` otherwise): push each key (the canonical form [`prepare`](Self::prepare)
+    /// gave) into it on the thread that prepared the key, and hand the hashes to
     /// [`UrlDedup::check_and_insert_prepared_with_features`](crate::UrlDedup::check_and_insert_prepared_with_features),
-    /// so that the deciding thread does not split and hash URLs itself (half of a new URL's
-    /// cost with [`Preset::Crawler`](crate::similarity::Preset::Crawler)).
+    /// so that the deciding thread does not split URLs and hash their values itself (seven
+    /// values each with [`Preset::Crawler`](crate::similarity::Preset::Crawler)).
     ///
     /// # Examples
     ///
