@@ -275,7 +275,7 @@ fn workers() -> usize {
 
 /// Whether the workers hash the similarity features of every line (`--similar`), leaving the
 /// deciding thread only the tests of their bits. Splitting a URL and hashing the crawler
-/// preset's seven values costs about 300 ns; the deciding thread does it for the URLs it
+/// preset's seven values is most of a similarity check; the deciding thread does it for the URLs it
 /// calls new, the workers for every line, duplicates included. It pays where the workers have
 /// cores to spare; on two cores both ways take the same time, and hashing on the workers
 /// takes more CPU time (docs/benchmarks.md, "--feature-hashing").
