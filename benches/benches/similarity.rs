@@ -6,6 +6,11 @@
 //! * `similarity/1M at 1e-9`: 1,000,000 URLs at one in a billion, the `url-dedup` command's
 //!   default rate, which the deduplicator hands its similarity filter too: regions far larger
 //!   than the cache, beside the command's exact filter (the growing segmented filter).
+//! * `similarity/real lists at 1e-9`: the two real URL lists of `crates/similarity/data`
+//!   (48,402 URLs from documentation and source code, in the order they were found, so with
+//!   the locality of real pages: a site's URLs come together) into a fresh filter sized for
+//!   them at one in a billion, in batches of 1,000 as the command hands them over, beside the
+//!   command's exact filter doing the same.
 //!
 //! ```sh
 //! cargo bench -p url-dedup-benches --bench similarity -- --warm-up-time 1 --measurement-time 3
@@ -13,7 +18,7 @@
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use url_dedup_bloom::BloomFilter;
 use url_dedup_segmented::GrowingFilter;
 use url_dedup_similarity::{FeatureHash, Preset, RegionSizing, SimilarityFilter};
@@ -69,6 +74,65 @@ fn large(c: &mut Criterion) {
             .expect("valid sizing");
         run(name, Box::new(move |u| filter.check_and_insert(u).is_new()));
     }
+    group.finish();
+}
+
+fn real(c: &mut Criterion) {
+    let urls: Vec<&str> = [
+        include_str!("../../crates/similarity/data/real-urls.txt"),
+        include_str!("../../crates/similarity/data/real-urls-rust.txt"),
+    ]
+    .iter()
+    .flat_map(|list| list.lines())
+    .collect();
+    let count = urls.len() as u64;
+    let rate = LARGE.1;
+    let mut group = c.benchmark_group("similarity/real lists at 1e-9");
+    group.throughput(Throughput::Elements(count));
+    group.sample_size(20);
+    group.bench_function(
+        BenchmarkId::from_parameter("exact GrowingFilter (SipHash-1-3)"),
+        |b| {
+            b.iter_batched(
+                || {
+                    GrowingFilter::builder()
+                        .expected_items(count)
+                        .false_positive_rate(rate)
+                        .build()
+                        .expect("valid sizing")
+                },
+                |mut filter| {
+                    for batch in urls.chunks(BATCH) {
+                        black_box(filter.check_and_insert_batch_mut(batch));
+                    }
+                    filter
+                },
+                BatchSize::LargeInput,
+            );
+        },
+    );
+    group.bench_function(
+        BenchmarkId::from_parameter("Crawler, blocked sizing, SipHash-1-3"),
+        |b| {
+            b.iter_batched(
+                || {
+                    SimilarityFilter::builder()
+                        .expected_items(count)
+                        .false_positive_rate(rate)
+                        .feature_hash(FeatureHash::SipHash13)
+                        .build()
+                        .expect("valid sizing")
+                },
+                |mut filter| {
+                    for batch in urls.chunks(BATCH) {
+                        black_box(filter.check_and_insert_batch(batch));
+                    }
+                    filter
+                },
+                BatchSize::LargeInput,
+            );
+        },
+    );
     group.finish();
 }
 
@@ -154,5 +218,5 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, large);
+criterion_group!(benches, bench, large, real);
 criterion_main!(benches);

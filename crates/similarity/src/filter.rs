@@ -9,6 +9,7 @@ use url_dedup_segmented::{Layout, Probe};
 
 use crate::feature_hash::Hashed;
 use crate::hashed::{FeatureHasher, HashedUrl};
+use crate::known_values::KnownValues;
 use crate::region_sizing::Regions;
 use crate::words::Words;
 use crate::{Error, Explanation, Feature, FeatureHash, Matches, Preset, RegionSizing, Verdict};
@@ -57,6 +58,8 @@ pub struct SimilarityFilter {
     pub(crate) fpr: f64,
     pub(crate) items: u64,
     scratch: Scratch,
+    /// Values whose bits were found set: answered without testing them again.
+    known: KnownValues,
 }
 
 /// Buffers a check reuses from URL to URL: the feature value being hashed, and where each
@@ -91,9 +94,9 @@ const BATCH_CHUNK: usize = 8;
 /// Where a feature value's bits are in a blocked region: the first word of its block, and
 /// the seed its offsets in the block come from.
 #[derive(Clone, Copy, Debug)]
-struct Located {
-    word: usize,
-    seed: u64,
+pub(crate) struct Located {
+    pub(crate) word: usize,
+    pub(crate) seed: u64,
 }
 
 /// Builds a [`SimilarityFilter`] from the two numbers document 004 asks of its user.
@@ -369,19 +372,18 @@ pub(crate) fn check_and_insert_layers<T>(
         };
         for at in (0..ready[0].len()).step_by(features) {
             let span = at..at + features;
-            let seen = older
-                .iter()
-                .zip(&layouts)
-                .zip(&ready)
-                .fold(0, |seen, ((l, &layout), r)| {
-                    seen | l
-                        .verdict_of(layout, &r[span.clone()], 0, &mut masks)
-                        .matches()
-                        .mask()
-                });
+            let seen =
+                older
+                    .iter_mut()
+                    .zip(&layouts)
+                    .zip(&ready)
+                    .fold(0, |seen, ((l, &layout), r)| {
+                        seen | l.matched_here(layout, &r[span.clone()], &mut masks)
+                    });
             let layout = layouts[newest_index];
             let located = &ready[newest_index][span];
-            let verdict = newest.verdict_of(layout, located, seen, &mut masks);
+            let matched = newest.matched_here(layout, located, &mut masks) | seen;
+            let verdict = newest.verdict(matched);
             if verdict.is_new() {
                 newest.set_blocks(layout, located, &masks);
                 newest.items += 1;
@@ -426,7 +428,7 @@ impl SimilarityFilter {
         fpr: f64,
         items: u64,
     ) -> Self {
-        Self {
+        let mut filter = Self {
             hasher: FeatureHasher::new(&features, hash, key),
             regions,
             sizing,
@@ -437,7 +439,13 @@ impl SimilarityFilter {
             fpr,
             items,
             scratch: Scratch::default(),
-        }
+            known: KnownValues::default(),
+        };
+        let blocks = filter.line_blocks().map_or(0, |layout| {
+            filter.words.as_slice().len() / (layout.segment_bits() / 64).max(1) as usize
+        });
+        filter.known = KnownValues::for_blocks(blocks, filter.regions.hashes);
+        filter
     }
 
     /// An empty filter with this one's features, key, feature hash and region sizing, sized
@@ -512,7 +520,21 @@ impl SimilarityFilter {
             Some(layout) => {
                 scratch.located.clear();
                 self.locate(layout, &scratch.hashed, &mut scratch.located);
-                self.verdict_of(layout, &scratch.located, seen, &mut scratch.masks)
+                self.verdict(self.tested_here(layout, &scratch.located, &mut scratch.masks) | seen)
+            }
+            None => self.probe(&scratch.hashed, &mut scratch.positions, seen),
+        }
+    }
+
+    /// [`decide_hashed`](Self::decide_hashed), remembering the values found set for the next
+    /// URLs that have them.
+    pub(crate) fn decide_hashed_mut(&mut self, seen: u64, scratch: &mut Scratch) -> Verdict {
+        match self.line_blocks() {
+            Some(layout) => {
+                scratch.located.clear();
+                self.locate(layout, &scratch.hashed, &mut scratch.located);
+                let matched = self.matched_here(layout, &scratch.located, &mut scratch.masks);
+                self.verdict(matched | seen)
             }
             None => self.probe(&scratch.hashed, &mut scratch.positions, seen),
         }
@@ -523,7 +545,7 @@ impl SimilarityFilter {
     /// matched in an older layer of a [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter)),
     /// and records it when not all features matched.
     pub(crate) fn check_and_insert_scratch(&mut self, seen: u64, scratch: &mut Scratch) -> Verdict {
-        let verdict = self.decide_hashed(seen, scratch);
+        let verdict = self.decide_hashed_mut(seen, scratch);
         if verdict.is_new() {
             self.record(scratch);
         }
@@ -667,27 +689,56 @@ impl SimilarityFilter {
         }
     }
 
-    /// The verdict for one URL's [`locate`](Self::locate)d values (one per feature), the
-    /// features in `seen` counted as matched. Each value's offsets are gathered into word
-    /// masks of its block (left in `masks` for [`set_blocks`](Self::set_blocks)), then tested
-    /// a word at a time: the offsets are computed once for the test and the write.
-    fn verdict_of(
-        &self,
-        layout: Layout,
-        located: &[Located],
-        seen: u64,
-        masks: &mut Vec<u64>,
-    ) -> Verdict {
+    /// The verdict for a URL whose features in `mask` matched.
+    #[inline]
+    fn verdict(&self, mask: u64) -> Verdict {
+        let matches = Matches::new(mask, self.feature_list().len());
+        if matches.all() {
+            Verdict::Similar(matches)
+        } else {
+            Verdict::New(matches)
+        }
+    }
+
+    /// [`tested_here`](Self::tested_here), remembering the values it found set (see
+    /// [`KnownValues`]).
+    #[inline]
+    fn matched_here(&mut self, layout: Layout, located: &[Located], masks: &mut Vec<u64>) -> u64 {
+        let here = self.tested_here(layout, located, masks);
+        if self.known.is_off() {
+            return here;
+        }
+        for (i, at) in located.iter().enumerate() {
+            if here >> i & 1 == 1 {
+                self.known.insert(*at);
+            }
+        }
+        here
+    }
+
+    /// Which of one URL's [`locate`](Self::locate)d values (one per feature) have all their
+    /// bits set in this filter, as a mask. A value [known](KnownValues) to be set is not
+    /// tested again (its masks stay zero: its bits need no writing); the others' offsets are
+    /// gathered into word masks of their blocks (left in `masks` for
+    /// [`set_blocks`](Self::set_blocks)), then tested a word at a time, so the offsets are
+    /// computed once for the test and the write.
+    #[inline]
+    fn tested_here(&self, layout: Layout, located: &[Located], masks: &mut Vec<u64>) -> u64 {
         let words = self.words.as_slice();
         let block_words = (layout.segment_bits() / 64) as usize;
         masks.clear();
         masks.resize(located.len() * block_words, 0);
-        let mut mask = seen;
+        let mut mask = 0;
+        let known = (!self.known.is_off()).then_some(&self.known);
         for ((i, at), value) in located
             .iter()
             .enumerate()
             .zip(masks.chunks_exact_mut(block_words.max(1)))
         {
+            if known.is_some_and(|known| known.contains(at)) {
+                mask |= 1 << i;
+                continue;
+            }
             let probe = Probe {
                 segment: 0,
                 seed: at.seed,
@@ -704,16 +755,11 @@ impl SimilarityFilter {
                 block.len() == value.len() && block.iter().zip(&*value).all(|(w, m)| w & m == *m);
             mask |= u64::from(all_set) << i;
         }
-        let matches = Matches::new(mask, self.feature_list().len());
-        if matches.all() {
-            Verdict::Similar(matches)
-        } else {
-            Verdict::New(matches)
-        }
+        mask
     }
 
     /// Sets the bits of the values [`locate`](Self::locate) found, from the masks
-    /// [`verdict_of`](Self::verdict_of) left.
+    /// [`tested_here`](Self::tested_here) left.
     fn set_blocks(&mut self, layout: Layout, located: &[Located], masks: &[u64]) {
         let block_words = (layout.segment_bits() / 64) as usize;
         let words = self.words.as_mut_slice();
@@ -856,6 +902,26 @@ impl SimilarityFilter {
     /// See [`SimilarityFilter::region_bits`].
     pub fn bits(&self) -> u64 {
         self.regions.bits * self.feature_list().len() as u64
+    }
+
+    /// Bytes of memory the filter holds: its bits, and the table of values it found set,
+    /// which answers recurring values without testing them (a sixteen-byte slot for every
+    /// eight blocks, at most 512 KiB; none for regions that are not whole-word blocks, nor at
+    /// rates above about 10^-4, where a value's test is as cheap as the lookup).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let f = url_dedup_similarity::SimilarityFilter::builder()
+    ///     .expected_items(1_000_000)
+    ///     .false_positive_rate(1e-9)
+    ///     .build()?;
+    /// assert!(f.memory_bytes() > f.bits() / 8);
+    /// assert!(f.memory_bytes() <= f.bits() / 8 + 512 * 1024);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn memory_bytes(&self) -> u64 {
+        self.bits().div_ceil(8) + self.known.memory_bytes()
     }
 
     /// How many URLs were recorded as new.
@@ -1030,6 +1096,7 @@ impl SimilarityFilter {
     /// ```
     pub fn clear(&mut self) {
         self.words.as_mut_slice().fill(0);
+        self.known.clear();
         self.items = 0;
     }
 

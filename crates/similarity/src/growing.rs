@@ -132,7 +132,10 @@ impl GrowingSimilarityFilter {
     /// Checks the URL whose hashes are in `scratch` against every layer, records it in the
     /// newest when it is new, and grows when that fills the newest.
     fn check_and_insert_scratch(&mut self, scratch: &mut Scratch) -> Verdict {
-        let seen = self.seen_in_older(scratch);
+        let older = self.layers.len().saturating_sub(1);
+        let seen = self.layers[..older].iter_mut().fold(0, |seen, layer| {
+            seen | layer.decide_hashed_mut(0, scratch).matches().mask()
+        });
         let verdict = match self.layers.last_mut() {
             Some(newest) => newest.check_and_insert_scratch(seen, scratch),
             None => Verdict::New(Matches::new(seen, 0)),
@@ -383,6 +386,22 @@ impl GrowingSimilarityFilter {
     /// ```
     pub fn bits(&self) -> u64 {
         self.layers.iter().map(SimilarityFilter::bits).sum()
+    }
+
+    /// Bytes of memory every layer holds ([`SimilarityFilter::memory_bytes`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::{GrowingSimilarityFilter, SimilarityFilter};
+    ///
+    /// let first = SimilarityFilter::builder().build()?;
+    /// let bytes = first.memory_bytes();
+    /// assert_eq!(GrowingSimilarityFilter::new(first).memory_bytes(), bytes);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    pub fn memory_bytes(&self) -> u64 {
+        self.layers.iter().map(SimilarityFilter::memory_bytes).sum()
     }
 
     /// The chance, read from the bits of every layer, that a never-seen value is taken for

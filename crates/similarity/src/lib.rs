@@ -106,6 +106,7 @@ mod feature_hash;
 mod filter;
 mod growing;
 mod hashed;
+mod known_values;
 mod persist;
 mod preset;
 mod region_sizing;

@@ -1323,7 +1323,7 @@ impl UrlDedup {
         let exact = self.exact.state_bytes();
         #[cfg(feature = "similarity")]
         if let Some(sim) = &self.similarity {
-            return exact + lock(sim).bits().div_ceil(8);
+            return exact + lock(sim).memory_bytes();
         }
         exact
     }
