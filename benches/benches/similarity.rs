@@ -10,7 +10,8 @@
 //!   (48,402 URLs from documentation and source code, in the order they were found, so with
 //!   the locality of real pages: a site's URLs come together) into a fresh filter sized for
 //!   them at one in a billion, in batches of 1,000 as the command hands them over, beside the
-//!   command's exact filter doing the same.
+//!   command's exact filter doing the same; and the deduplicator users call (`UrlDedup`,
+//!   canonicalizing each URL first) in its exact mode and with the crawler preset.
 //!
 //! ```sh
 //! cargo bench -p url-dedup-benches --bench similarity -- --warm-up-time 1 --measurement-time 3
@@ -111,6 +112,35 @@ fn real(c: &mut Criterion) {
             );
         },
     );
+    // The deduplicator users call, canonicalizing each URL first: the exact mode and the
+    // similarity mode (the command's `--similar`) side by side.
+    for (name, similar) in [
+        ("UrlDedup, exact mode (canonicalizing)", false),
+        ("UrlDedup, crawler preset (canonicalizing)", true),
+    ] {
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter_batched(
+                || {
+                    let builder = url_dedup::UrlDedup::builder()
+                        .expected_urls(count)
+                        .false_positive_rate(rate);
+                    match similar {
+                        true => builder.similarity(Preset::Crawler),
+                        false => builder,
+                    }
+                    .build()
+                    .expect("valid sizing")
+                },
+                |dedup| {
+                    for batch in urls.chunks(BATCH) {
+                        black_box(dedup.check_and_insert_batch(batch.iter().copied()));
+                    }
+                    dedup
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
     group.bench_function(
         BenchmarkId::from_parameter("Crawler, blocked sizing, SipHash-1-3"),
         |b| {
