@@ -35,12 +35,14 @@ printf 'input: %s lines, %s distinct, %s MB; %s round(s); load before: %s\n\n' "
   "$(( $(stat -c %s "$work/urls.txt") / 1000000 ))" "$rounds" "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 names=("url-dedup" "url-dedup --raw" "url-dedup --exact" "url-dedup --similar" "sort -u" \
-  "LC_ALL=C sort -u" "awk '!seen[\$0]++'" "--feature-hashing=decider" "--feature-hashing=workers")
+  "LC_ALL=C sort -u" "awk '!seen[\$0]++'" "--feature-hashing=decider" "--feature-hashing=workers" \
+  "url-dedup --similar=page")
 commands=("target/dist/url-dedup --quiet --stats" "target/dist/url-dedup --quiet --stats --raw" \
   "target/dist/url-dedup --quiet --stats --exact" "target/dist/url-dedup --quiet --stats --similar" \
   "sort -u" "env LC_ALL=C sort -u" "awk !seen[\$0]++" \
   "target/dist/url-dedup --quiet --stats --similar --feature-hashing=decider" \
-  "target/dist/url-dedup --quiet --stats --similar --feature-hashing=workers")
+  "target/dist/url-dedup --quiet --stats --similar --feature-hashing=workers" \
+  "target/dist/url-dedup --quiet --stats --similar=page")
 selected=()
 for i in "${!names[@]}"; do
   if [[ -z "${TOOLS:-}" ]] || [[ ",${TOOLS}," == *",${names[$i]},"* ]]; then selected+=("$i"); fi

@@ -11,7 +11,7 @@
 //!   the locality of real pages: a site's URLs come together) into a fresh filter sized for
 //!   them at one in a billion, in batches of 1,000 as the command hands them over, beside the
 //!   command's exact filter doing the same; and the deduplicator users call (`UrlDedup`,
-//!   canonicalizing each URL first) in its exact mode and with the crawler preset.
+//!   canonicalizing each URL first) in its exact mode and with the crawler and page presets.
 //!
 //! ```sh
 //! cargo bench -p url-dedup-benches --bench similarity -- --warm-up-time 1 --measurement-time 3
@@ -115,8 +115,12 @@ fn real(c: &mut Criterion) {
     // The deduplicator users call, canonicalizing each URL first: the exact mode and the
     // similarity mode (the command's `--similar`) side by side.
     for (name, similar) in [
-        ("UrlDedup, exact mode (canonicalizing)", false),
-        ("UrlDedup, crawler preset (canonicalizing)", true),
+        ("UrlDedup, exact mode (canonicalizing)", None),
+        (
+            "UrlDedup, crawler preset (canonicalizing)",
+            Some(Preset::Crawler),
+        ),
+        ("UrlDedup, page preset (canonicalizing)", Some(Preset::Page)),
     ] {
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_batched(
@@ -125,8 +129,8 @@ fn real(c: &mut Criterion) {
                         .expected_urls(count)
                         .false_positive_rate(rate);
                     match similar {
-                        true => builder.similarity(Preset::Crawler),
-                        false => builder,
+                        Some(preset) => builder.similarity(preset),
+                        None => builder,
                     }
                     .build()
                     .expect("valid sizing")
@@ -141,15 +145,18 @@ fn real(c: &mut Criterion) {
             );
         });
     }
-    group.bench_function(
-        BenchmarkId::from_parameter("Crawler, blocked sizing, SipHash-1-3"),
-        |b| {
+    for (name, preset) in [
+        ("Crawler, blocked sizing, SipHash-1-3", Preset::Crawler),
+        ("Page, blocked sizing, SipHash-1-3", Preset::Page),
+    ] {
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_batched(
                 || {
                     SimilarityFilter::builder()
                         .expected_items(count)
                         .false_positive_rate(rate)
                         .feature_hash(FeatureHash::SipHash13)
+                        .preset(preset)
                         .build()
                         .expect("valid sizing")
                 },
@@ -161,8 +168,8 @@ fn real(c: &mut Criterion) {
                 },
                 BatchSize::LargeInput,
             );
-        },
-    );
+        });
+    }
     group.finish();
 }
 

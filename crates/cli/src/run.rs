@@ -604,6 +604,7 @@ fn builder(args: &Args, lines: Option<u64>) -> url_dedup::Builder {
     if let Some(preset) = args.similar {
         b = b.similarity(match preset {
             SimilarPreset::Crawler => Preset::Crawler,
+            SimilarPreset::Page => Preset::Page,
             SimilarPreset::Document004 => Preset::Document004,
         });
     }

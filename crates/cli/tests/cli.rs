@@ -676,6 +676,48 @@ fn the_similarity_filter_takes_a_rate_of_its_own() {
     assert_eq!(alone.status.code(), Some(2));
 }
 
+/// `--similar=page` keeps and drops the lines `--similar` does, presentation variants and
+/// repeats among them, in a seventh of the similarity filter's memory.
+#[test]
+fn the_page_preset_folds_as_the_crawler_preset() {
+    // Each page three times, under three presentation parameters; every page on one of a few
+    // sites and directories, so that their other features recur.
+    let input: String = (0..3_000)
+        .map(|i| {
+            let page = i / 3;
+            format!(
+                "https://s{}.example/d{}/p{page}.html?id={}&sort={}\n",
+                page % 7,
+                page % 11,
+                page % 5,
+                ["name", "price", "date"][i % 3]
+            )
+        })
+        .collect();
+    let run = |preset: &str| {
+        let out = url_dedup()
+            .args([preset, "--stats", "-n", "5000"])
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        (
+            stdout_lines(&out),
+            stat(&out, "similar"),
+            stat(&out, "filter"),
+        )
+    };
+    let (crawler, crawler_similar, crawler_bytes) = run("--similar");
+    let (page, page_similar, page_bytes) = run("--similar=page");
+    assert_eq!(page, crawler);
+    assert_eq!(page_similar, crawler_similar);
+    assert_eq!(crawler_similar, 2_000);
+    assert!(
+        page_bytes * 3 < crawler_bytes,
+        "{page_bytes} vs {crawler_bytes}"
+    );
+}
+
 /// `--feature-hashing` moves `--similar`'s feature hashing between the deciding thread and the
 /// workers; the output is the same either way, over several blocks and a similarity filter
 /// that grows, and without `--similar` the option is a usage error.

@@ -123,9 +123,10 @@ fn filter_kind(name: &str) -> PyResult<FilterKind> {
 fn preset(name: &str) -> PyResult<Preset> {
     match name.to_ascii_lowercase().as_str() {
         "crawler" => Ok(Preset::Crawler),
+        "page" => Ok(Preset::Page),
         "document004" | "document-004" => Ok(Preset::Document004),
         _ => Err(PyValueError::new_err(format!(
-            "unknown similarity preset {name:?}; expected crawler or document004"
+            "unknown similarity preset {name:?}; expected crawler, page or document004"
         ))),
     }
 }

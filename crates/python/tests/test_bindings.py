@@ -123,6 +123,17 @@ def test_similarity_preset_folds_presentation_parameters():
         UrlDedup(similarity="fuzzy")
 
 
+def test_page_preset_folds_as_the_crawler_preset_in_less_memory():
+    sorts = ["name", "price", "date"]
+    urls = [f"https://s{i // 3 % 7}.example/p{i // 3}.html?sort={sorts[i % 3]}" for i in range(3_000)]
+    crawler = UrlDedup(5_000, 1e-9, similarity="crawler")
+    page = UrlDedup(5_000, 1e-9, similarity="page")
+    outcomes = [crawler.check_and_insert(u) for u in urls]
+    assert outcomes == [page.check_and_insert(u) for u in urls]
+    assert outcomes.count(Outcome.SIMILAR) == 2_000
+    assert page.memory_bytes() < crawler.memory_bytes()
+
+
 def test_similarity_takes_a_rate_of_its_own():
     urls = [f"https://s{i % 40}.example/d{i}/p.html?ref={i % 3}" for i in range(2_000)]
     strict = UrlDedup(5_000, 1e-9, similarity="crawler")

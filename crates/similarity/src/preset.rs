@@ -39,6 +39,40 @@ pub enum Preset {
     /// other parameter.
     #[default]
     Crawler,
+    /// The crawler preset's deciding feature alone: the site and the whole path with the
+    /// query key (`path:query_key`). A URL is similar when the same page was seen with the
+    /// same identifying parameters, which is when [`Crawler`](Self::Crawler) finds it similar,
+    /// chance aside: each of the crawler preset's six other values is read from the site and
+    /// the path (the depth, the first directory, the directory's page, the path template, the
+    /// extension), so a URL whose page and query key were truly seen matches all of them too.
+    ///
+    /// One value per URL instead of seven: a seventh of the memory and of the hashing. The
+    /// price is in chance folds: here a new URL is taken for similar with probability `P`; in
+    /// the crawler preset a URL with a new path must match two or more new values by chance
+    /// (`P^2`), though one with a new query on a known page also needs only one (`P`). At the
+    /// command's default `P` of one in a billion both are negligible; at 1% measure first
+    /// ([`docs/similarity.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/similarity.md)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_similarity::{Preset, SimilarityFilter};
+    ///
+    /// let mut page = SimilarityFilter::builder().false_positive_rate(1e-9).preset(Preset::Page).build()?;
+    /// let mut crawler = SimilarityFilter::builder().false_positive_rate(1e-9).build()?;
+    /// for url in [
+    ///     "https://shop.example/item/42?color=red",
+    ///     "https://shop.example/item/42?color=blue", // presentation: similar
+    ///     "https://shop.example/item/43?color=red",  // another item: new
+    ///     "https://shop.example/item/42?page=2",     // another page of it: new
+    /// ] {
+    ///     assert_eq!(page.check_and_insert(url).is_similar(), crawler.check_and_insert(url).is_similar());
+    /// }
+    /// assert_eq!(page.len(), 3);
+    /// assert_eq!(crawler.bits() / page.bits(), 7);
+    /// # Ok::<(), url_dedup_similarity::Error>(())
+    /// ```
+    Page,
 }
 
 impl Preset {
@@ -66,6 +100,7 @@ impl Preset {
                 Arc::new(Scoped::new(Scope::Site, PathTemplate)),
                 Arc::new(Scoped::new(Scope::Site, Extension)),
             ],
+            Self::Page => vec![Arc::new(Scoped::new(Scope::Path, QueryKey::default()))],
         }
     }
 }

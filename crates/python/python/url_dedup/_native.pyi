@@ -11,7 +11,7 @@ from url_dedup.errors import UrlDedupError
 
 Convention = Literal["crawler", "rfc3986", "w3lib", "safe-browsing", "ia", "surt"]
 FilterKind = Literal["growing", "segmented", "classic", "exact"]
-Preset = Literal["crawler", "document004"]
+Preset = Literal["crawler", "page", "document004"]
 
 CONVENTIONS: list[str]
 """The names ``canonicalization=`` and :func:`canonicalize` accept."""
@@ -51,7 +51,8 @@ class UrlDedup:
     :param filter: ``"growing"`` (default), ``"segmented"`` or ``"classic"`` (fixed size), or
         ``"exact"`` (keyed 128-bit fingerprints: no false positive in practice, 19-39 bytes
         per URL).
-    :param similarity: ``"crawler"`` or ``"document004"`` to fold URLs whose every feature was
+    :param similarity: ``"crawler"``, ``"page"`` (the crawler preset's folds from one feature,
+        a seventh of the memory) or ``"document004"`` to fold URLs whose every feature was
         seen into :attr:`Outcome.SIMILAR`.
     :param similarity_false_positive_rate: the chance that a value of one URL feature is taken
         for seen (default: ``false_positive_rate``). A URL is folded by chance only if every
