@@ -6,6 +6,7 @@
 #   ROUNDS=5 bash benches/cli-vs-sort.sh       # every tool 5 times, interleaved; medians
 #   TOOLS="url-dedup,LC_ALL=C sort -u" bash benches/cli-vs-sort.sh   # a subset, by name
 #   TOOLS="--feature-hashing=decider,--feature-hashing=workers" ...   # where --similar hashes
+#   TOOLS="url-dedup,url-dedup --similar,url-dedup --similar=page,LC_ALL=C sort -u" ...  # presets
 #
 # The list has exact duplicates only and its URLs are already canonical, so every tool can
 # find them and every tool should print the same number of lines; url-dedup's
@@ -89,7 +90,7 @@ done
 sort_runs="$work/runs.5"
 if [[ -s "$sort_runs" ]]; then
   printf '\nspeed-up over LC_ALL=C sort -u (median of the per-round ratios):'
-  for i in 0 1 2 3 7 8; do
+  for i in 0 1 2 3 7 8 9; do
     runs="$work/runs.$i"
     [[ -s "$runs" ]] || continue
     ratio=$(join <(cut -d' ' -f1,2 "$sort_runs" | sort) <(cut -d' ' -f1,2 "$runs" | sort) \

@@ -29,7 +29,8 @@ use url_dedup_canon::{Canonicalizer, Policy, TrailingSlash};
 use url_dedup_similarity::{Feature, FeatureHash, Preset, RegionSizing, SimilarityFilter, builtin};
 
 /// Features, region sizing, feature hash, and whether the hash is keyed.
-type Config = (Vec<Arc<dyn Feature>>, RegionSizing, FeatureHash, bool);
+/// Features, sizing, hash, keyed, and the rate `P` per feature value.
+type Config = (Vec<Arc<dyn Feature>>, RegionSizing, FeatureHash, bool, f64);
 
 /// One URL and the page it leads to.
 struct Link {
@@ -153,6 +154,7 @@ fn report(links: &[Link]) {
                 RegionSizing::Document004,
                 FeatureHash::Md5,
                 false,
+                0.01,
             )),
         ),
         (
@@ -162,6 +164,7 @@ fn report(links: &[Link]) {
                 RegionSizing::PerFeature,
                 FeatureHash::Md5,
                 true,
+                0.01,
             )),
         ),
         (
@@ -171,6 +174,7 @@ fn report(links: &[Link]) {
                 RegionSizing::Document004,
                 FeatureHash::Md5,
                 true,
+                0.01,
             )),
         ),
         (
@@ -180,6 +184,7 @@ fn report(links: &[Link]) {
                 RegionSizing::Blocked,
                 FeatureHash::Md5,
                 true,
+                0.01,
             )),
         ),
         (
@@ -189,6 +194,7 @@ fn report(links: &[Link]) {
                 RegionSizing::PerFeature,
                 FeatureHash::Md5,
                 true,
+                0.01,
             )),
         ),
         (
@@ -198,6 +204,7 @@ fn report(links: &[Link]) {
                 RegionSizing::PerFeature,
                 FeatureHash::Md5,
                 true,
+                0.01,
             )),
         ),
         (
@@ -207,19 +214,40 @@ fn report(links: &[Link]) {
                 RegionSizing::PerFeature,
                 FeatureHash::SipHash13,
                 true,
+                0.01,
             )),
         ),
         (
             "custom: `site` + `path:query_key` only",
-            Some((lean, RegionSizing::PerFeature, FeatureHash::Md5, true)),
+            Some((lean, RegionSizing::PerFeature, FeatureHash::Md5, true, 0.01)),
+        ),
+        (
+            "`Page` (the crawler preset's deciding feature alone), blocked sizing",
+            Some((
+                Preset::Page.features(),
+                RegionSizing::Blocked,
+                FeatureHash::SipHash13,
+                true,
+                0.01,
+            )),
+        ),
+        (
+            "`Page`, blocked sizing, at 10^-4 (a third of the crawler preset's memory at 1%)",
+            Some((
+                Preset::Page.features(),
+                RegionSizing::Blocked,
+                FeatureHash::SipHash13,
+                true,
+                1e-4,
+            )),
         ),
     ];
     for (name, config) in rows {
         let crawler = name.contains("the default");
-        let mut filter = config.map(|(features, sizing, hash, keyed)| {
+        let mut filter = config.map(|(features, sizing, hash, keyed, rate)| {
             let b = SimilarityFilter::builder()
                 .expected_items(k)
-                .false_positive_rate(0.01)
+                .false_positive_rate(rate)
                 .features(features)
                 .region_sizing(sizing)
                 .feature_hash(hash);
