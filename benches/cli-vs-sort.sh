@@ -5,8 +5,8 @@
 #   bash benches/cli-vs-sort.sh [COUNT]        # default 10,000,000 lines, 50% exact duplicates
 #   ROUNDS=5 bash benches/cli-vs-sort.sh       # every tool 5 times, interleaved; medians
 #   TOOLS="url-dedup,LC_ALL=C sort -u" bash benches/cli-vs-sort.sh   # a subset, by name
-#   TOOLS="--feature-hashing=decider,--feature-hashing=workers" ...   # where --similar hashes
-#   TOOLS="url-dedup,url-dedup --similar,url-dedup --similar=page,LC_ALL=C sort -u" ...  # presets
+#   TOOLS="--feature-hashing=decider,--feature-hashing=workers" ...   # where --similar=crawler hashes
+#   TOOLS="url-dedup,url-dedup --similar,url-dedup --similar=crawler,LC_ALL=C sort -u" ...  # presets
 #
 # The list has exact duplicates only and its URLs are already canonical, so every tool can
 # find them and every tool should print the same number of lines; url-dedup's
@@ -37,13 +37,13 @@ printf 'input: %s lines, %s distinct, %s MB; %s round(s); load before: %s\n\n' "
 
 names=("url-dedup" "url-dedup --raw" "url-dedup --exact" "url-dedup --similar" "sort -u" \
   "LC_ALL=C sort -u" "awk '!seen[\$0]++'" "--feature-hashing=decider" "--feature-hashing=workers" \
-  "url-dedup --similar=page")
+  "url-dedup --similar=crawler")
 commands=("target/dist/url-dedup --quiet --stats" "target/dist/url-dedup --quiet --stats --raw" \
   "target/dist/url-dedup --quiet --stats --exact" "target/dist/url-dedup --quiet --stats --similar" \
   "sort -u" "env LC_ALL=C sort -u" "awk !seen[\$0]++" \
-  "target/dist/url-dedup --quiet --stats --similar --feature-hashing=decider" \
-  "target/dist/url-dedup --quiet --stats --similar --feature-hashing=workers" \
-  "target/dist/url-dedup --quiet --stats --similar=page")
+  "target/dist/url-dedup --quiet --stats --similar=crawler --feature-hashing=decider" \
+  "target/dist/url-dedup --quiet --stats --similar=crawler --feature-hashing=workers" \
+  "target/dist/url-dedup --quiet --stats --similar=crawler")
 selected=()
 for i in "${!names[@]}"; do
   if [[ -z "${TOOLS:-}" ]] || [[ ",${TOOLS}," == *",${names[$i]},"* ]]; then selected+=("$i"); fi

@@ -61,16 +61,17 @@ pub(crate) struct Args {
     pub(crate) exact: bool,
 
     /// Also drop URLs similar to ones seen before (patent document 004): `--similar` or
-    /// `--similar=crawler` folds pages that differ only in presentation parameters;
-    /// `--similar=page` folds the same pages from one feature instead of seven (a seventh of
-    /// the memory, faster; a new URL is folded by chance at the --similar-fpr rate);
-    /// `--similar=document004` uses the four features of the document, much more aggressive.
+    /// `--similar=page` folds pages that differ only in presentation parameters, from the
+    /// site, path and query key; `--similar=crawler` folds the same pages from seven features
+    /// (seven times the memory and hashing; a URL with a new path needs two chance matches
+    /// instead of one to be folded by chance); `--similar=document004` uses the four features
+    /// of the document, much more aggressive.
     #[arg(
         long,
         value_name = "PRESET",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "crawler"
+        default_missing_value = "page"
     )]
     pub(crate) similar: Option<SimilarPreset>,
 
@@ -250,10 +251,10 @@ fn seconds(text: &str) -> Result<f64, String> {
 /// Similarity presets.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum SimilarPreset {
-    /// Site-scoped features plus query names, path template and extension.
-    Crawler,
     /// The crawler preset's deciding feature alone: site, path and query key.
     Page,
+    /// Site-scoped features plus query names, path template and extension.
+    Crawler,
     /// Exactly the four features of document 004.
     Document004,
 }

@@ -652,7 +652,7 @@ fn the_similarity_filter_takes_a_rate_of_its_own() {
         .collect();
     let run = |extra: &[&str]| {
         let out = url_dedup()
-            .args(["--similar", "--stats", "-n", "5000"])
+            .args(["--stats", "-n", "5000"])
             .args(extra)
             .write_stdin(input.clone())
             .output()
@@ -660,14 +660,20 @@ fn the_similarity_filter_takes_a_rate_of_its_own() {
         assert!(out.status.success(), "{out:?}");
         (stdout_lines(&out), stat(&out, "filter"))
     };
-    let (strict, strict_bytes) = run(&[]);
-    let (loose, loose_bytes) = run(&["--similar-fpr", "1e-5"]);
-    assert_eq!(loose, strict);
-    assert_eq!(strict.len(), 2_000);
-    assert!(
-        loose_bytes * 2 < strict_bytes,
-        "{loose_bytes} vs {strict_bytes}"
-    );
+    let (exact, exact_bytes) = run(&[]);
+    for preset in ["--similar", "--similar=crawler"] {
+        let (strict, strict_bytes) = run(&[preset]);
+        let (loose, loose_bytes) = run(&[preset, "--similar-fpr", "1e-5"]);
+        assert_eq!(loose, strict);
+        assert_eq!(strict.len(), 2_000);
+        assert_eq!(strict, exact);
+        // The similarity filter's own bytes, beside the exact filter's.
+        let (strict_bytes, loose_bytes) = (strict_bytes - exact_bytes, loose_bytes - exact_bytes);
+        assert!(
+            loose_bytes * 2 < strict_bytes,
+            "{preset}: {loose_bytes} vs {strict_bytes}"
+        );
+    }
     let alone = url_dedup()
         .args(["--similar-fpr", "1e-5"])
         .write_stdin("https://a.example/\n")
@@ -676,8 +682,9 @@ fn the_similarity_filter_takes_a_rate_of_its_own() {
     assert_eq!(alone.status.code(), Some(2));
 }
 
-/// `--similar=page` keeps and drops the lines `--similar` does, presentation variants and
-/// repeats among them, in a seventh of the similarity filter's memory.
+/// `--similar` (the page preset) keeps and drops the lines `--similar=crawler` does,
+/// presentation variants and repeats among them, in a seventh of the similarity filter's
+/// memory.
 #[test]
 fn the_page_preset_folds_as_the_crawler_preset() {
     // Each page three times, under three presentation parameters; every page on one of a few
@@ -707,8 +714,9 @@ fn the_page_preset_folds_as_the_crawler_preset() {
             stat(&out, "filter"),
         )
     };
-    let (crawler, crawler_similar, crawler_bytes) = run("--similar");
-    let (page, page_similar, page_bytes) = run("--similar=page");
+    let (crawler, crawler_similar, crawler_bytes) = run("--similar=crawler");
+    let (page, page_similar, page_bytes) = run("--similar");
+    assert_eq!(run("--similar=page").0, page);
     assert_eq!(page, crawler);
     assert_eq!(page_similar, crawler_similar);
     assert_eq!(crawler_similar, 2_000);
@@ -735,26 +743,21 @@ fn features_hashed_on_the_workers_fold_as_on_the_decider() {
             )
         })
         .collect();
-    let run = |place: &str| {
-        let out = url_dedup()
-            .args([
-                "--similar",
-                "--stats",
-                "-n",
-                "100",
-                "--feature-hashing",
-                place,
-            ])
-            .write_stdin(input.clone())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        (stdout_lines(&out), stat(&out, "similar"))
-    };
-    let (on_decider, folded) = run("decider");
-    assert!(folded > 1_000, "{folded} folded");
-    assert_eq!(run("workers"), (on_decider.clone(), folded));
-    assert_eq!(run("auto"), (on_decider, folded));
+    for preset in ["--similar", "--similar=crawler"] {
+        let run = |place: &str| {
+            let out = url_dedup()
+                .args([preset, "--stats", "-n", "100", "--feature-hashing", place])
+                .write_stdin(input.clone())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            (stdout_lines(&out), stat(&out, "similar"))
+        };
+        let (on_decider, folded) = run("decider");
+        assert!(folded > 1_000, "{preset}: {folded} folded");
+        assert_eq!(run("workers"), (on_decider.clone(), folded));
+        assert_eq!(run("auto"), (on_decider, folded));
+    }
     let alone = url_dedup()
         .args(["--feature-hashing", "workers"])
         .write_stdin("https://a.example/\n")
