@@ -131,7 +131,7 @@ def test_page_preset_folds_as_the_crawler_preset_in_less_memory():
     outcomes = [crawler.check_and_insert(u) for u in urls]
     assert outcomes == [page.check_and_insert(u) for u in urls]
     assert outcomes.count(Outcome.SIMILAR) == 2_000
-    assert page.memory_bytes() < crawler.memory_bytes()
+    assert page.memory_bytes < crawler.memory_bytes
 
 
 def test_similarity_takes_a_rate_of_its_own():
