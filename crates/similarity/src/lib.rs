@@ -69,6 +69,11 @@
 //!   keeps pages told apart by any other parameter, words included (`?ring=caern`).
 //!   [`docs/similarity.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/similarity.md) has the measured table, including its memory cost (seven regions:
 //!   70 bits per URL at 1% with blocked regions, 67 with classic ones).
+//! * **[`Preset::Page`]**: the crawler preset's deciding feature alone. Its other six values
+//!   are read from the site and the path, so a URL whose page and query key were seen matches
+//!   them too: the same folds from one value per URL, a seventh of the memory and hashing,
+//!   with chance folds at the rate the region is sized for (measured in `docs/similarity.md`).
+//!   The `url-dedup` command's `--similar` uses it.
 //! * **Explained verdicts**: [`Verdict`] carries which features matched;
 //!   [`SimilarityFilter::explain`] names them.
 //! * **Snapshots** in the workspace's versioned, checksummed format
