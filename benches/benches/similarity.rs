@@ -55,20 +55,27 @@ fn large(c: &mut Criterion) {
         "exact GrowingFilter (SipHash-1-3)",
         Box::new(move |u| exact.check_and_insert(u)),
     );
-    for (name, sizing) in [
+    for (name, sizing, preset) in [
         (
             "Crawler, per-feature sizing, SipHash-1-3",
             RegionSizing::PerFeature,
+            Preset::Crawler,
         ),
         (
             "Crawler, blocked sizing, SipHash-1-3",
             RegionSizing::Blocked,
+            Preset::Crawler,
+        ),
+        (
+            "Page, blocked sizing, SipHash-1-3",
+            RegionSizing::Blocked,
+            Preset::Page,
         ),
     ] {
         let mut filter = SimilarityFilter::builder()
             .expected_items(count as u64)
             .false_positive_rate(rate)
-            .preset(Preset::Crawler)
+            .preset(preset)
             .region_sizing(sizing)
             .feature_hash(FeatureHash::SipHash13)
             .build()
