@@ -98,6 +98,17 @@ use crate::options::Options;
 
 fn main() -> ExitCode {
     let options = Options::parse();
+    if options.demo {
+        let extras = Options::demo_extras(std::env::args_os());
+        if !extras.is_empty() {
+            eprintln!(
+                "crawler: --demo crawls its own site with its own options and takes only --quiet; \
+                 remove {}",
+                extras.join(", ")
+            );
+            return ExitCode::from(2);
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

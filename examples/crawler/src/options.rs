@@ -27,7 +27,8 @@ pub(crate) struct Options {
     #[arg(required_unless_present_any = ["demo", "stop"])]
     pub(crate) seeds: Vec<String>,
 
-    /// Crawl an embedded demo site on loopback and explain what each mechanism did.
+    /// Crawl an embedded demo site on loopback with the default rules and explain what each
+    /// mechanism did. Takes no other option but --quiet.
     #[arg(long)]
     pub(crate) demo: bool,
 
@@ -307,6 +308,33 @@ impl Options {
         }
     }
 
+    /// With `--demo`, the options given on the command line besides `--demo` and `--quiet`,
+    /// as their long names: the demo crawls its own site with its own options, so these would
+    /// be ignored without a word.
+    pub(crate) fn demo_extras<I, T>(args: I) -> Vec<String>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::CommandFactory;
+        let command = Options::command();
+        let Ok(matches) = command.clone().try_get_matches_from(args) else {
+            return Vec::new();
+        };
+        command
+            .get_arguments()
+            .filter(|arg| !matches!(arg.get_id().as_str(), "demo" | "quiet"))
+            .filter(|arg| {
+                matches.value_source(arg.get_id().as_str())
+                    == Some(clap::parser::ValueSource::CommandLine)
+            })
+            .map(|arg| match arg.get_long() {
+                Some(long) => format!("--{long}"),
+                None => arg.get_id().to_string(),
+            })
+            .collect()
+    }
+
     /// The demo's options: default rules around the demo site's home page.
     pub(crate) fn parse_demo(origin: &str, out: &std::path::Path, user: &Options) -> Options {
         let mut options = Options::parse_from([
@@ -450,6 +478,19 @@ mod tests {
             );
         }
         assert!(Options::try_parse_from(["crawler", "http://h/", "--redis", "redis://r"]).is_ok());
+    }
+
+    /// The demo takes only `--quiet`: anything else given with it is named, to be refused.
+    #[test]
+    fn options_given_with_the_demo_are_named() {
+        let extras = |args: &[&str]| Options::demo_extras(args.iter().copied());
+        assert!(extras(&["crawler", "--demo"]).is_empty());
+        assert!(extras(&["crawler", "--demo", "-q"]).is_empty());
+        assert_eq!(extras(&["crawler", "--demo", "--similar"]), ["--similar"]);
+        assert_eq!(
+            extras(&["crawler", "--demo", "--workers", "2", "http://h/"]),
+            ["seeds", "--workers"]
+        );
     }
 
     #[test]

@@ -690,3 +690,20 @@ fn the_status_page_is_served_by_a_single_process_crawl_too() {
     gate.open();
     assert!(common::wait_exit(&mut child, Duration::from_secs(60)).success());
 }
+
+/// The demo crawls its own site with its own options: an option given with it would be
+/// ignored without a word, so the run is refused, naming it, before anything starts.
+#[test]
+fn options_given_with_the_demo_are_refused_by_name() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_crawler"))
+        .args(["--demo", "--similar", "--workers", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--similar") && stderr.contains("--workers"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
