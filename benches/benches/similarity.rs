@@ -98,29 +98,34 @@ fn real(c: &mut Criterion) {
     let mut group = c.benchmark_group("similarity/real lists at 1e-9");
     group.throughput(Throughput::Elements(count));
     group.sample_size(20);
-    group.bench_function(
-        BenchmarkId::from_parameter("exact GrowingFilter (SipHash-1-3)"),
-        |b| {
+    // Each iteration decides the whole list, in batches, with a fresh filter built outside the
+    // timing.
+    let mut whole_list = |name: &str, decide: &dyn Fn() -> Box<dyn FnMut(&[&str])>| {
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_batched(
-                || {
-                    GrowingFilter::builder()
-                        .expected_items(count)
-                        .false_positive_rate(rate)
-                        .build()
-                        .expect("valid sizing")
-                },
-                |mut filter| {
+                decide,
+                |mut decide| {
                     for batch in urls.chunks(BATCH) {
-                        black_box(filter.check_and_insert_batch_mut(batch));
+                        decide(batch);
                     }
-                    filter
+                    decide
                 },
                 BatchSize::LargeInput,
             );
-        },
-    );
+        });
+    };
+    whole_list("exact GrowingFilter (SipHash-1-3)", &|| {
+        let mut filter = GrowingFilter::builder()
+            .expected_items(count)
+            .false_positive_rate(rate)
+            .build()
+            .expect("valid sizing");
+        Box::new(move |batch| {
+            black_box(filter.check_and_insert_batch_mut(batch));
+        })
+    });
     // The deduplicator users call, canonicalizing each URL first: the exact mode and the
-    // similarity mode (the command's `--similar`) side by side.
+    // similarity modes side by side.
     for (name, similar) in [
         ("UrlDedup, exact mode (canonicalizing)", None),
         (
@@ -129,52 +134,36 @@ fn real(c: &mut Criterion) {
         ),
         ("UrlDedup, page preset (canonicalizing)", Some(Preset::Page)),
     ] {
-        group.bench_function(BenchmarkId::from_parameter(name), |b| {
-            b.iter_batched(
-                || {
-                    let builder = url_dedup::UrlDedup::builder()
-                        .expected_urls(count)
-                        .false_positive_rate(rate);
-                    match similar {
-                        Some(preset) => builder.similarity(preset),
-                        None => builder,
-                    }
-                    .build()
-                    .expect("valid sizing")
-                },
-                |dedup| {
-                    for batch in urls.chunks(BATCH) {
-                        black_box(dedup.check_and_insert_batch(batch.iter().copied()));
-                    }
-                    dedup
-                },
-                BatchSize::LargeInput,
-            );
+        whole_list(name, &|| {
+            let builder = url_dedup::UrlDedup::builder()
+                .expected_urls(count)
+                .false_positive_rate(rate);
+            let dedup = match similar {
+                Some(preset) => builder.similarity(preset),
+                None => builder,
+            }
+            .build()
+            .expect("valid sizing");
+            Box::new(move |batch| {
+                black_box(dedup.check_and_insert_batch(batch.iter().copied()));
+            })
         });
     }
     for (name, preset) in [
         ("Crawler, blocked sizing, SipHash-1-3", Preset::Crawler),
         ("Page, blocked sizing, SipHash-1-3", Preset::Page),
     ] {
-        group.bench_function(BenchmarkId::from_parameter(name), |b| {
-            b.iter_batched(
-                || {
-                    SimilarityFilter::builder()
-                        .expected_items(count)
-                        .false_positive_rate(rate)
-                        .feature_hash(FeatureHash::SipHash13)
-                        .preset(preset)
-                        .build()
-                        .expect("valid sizing")
-                },
-                |mut filter| {
-                    for batch in urls.chunks(BATCH) {
-                        black_box(filter.check_and_insert_batch(batch));
-                    }
-                    filter
-                },
-                BatchSize::LargeInput,
-            );
+        whole_list(name, &|| {
+            let mut filter = SimilarityFilter::builder()
+                .expected_items(count)
+                .false_positive_rate(rate)
+                .feature_hash(FeatureHash::SipHash13)
+                .preset(preset)
+                .build()
+                .expect("valid sizing");
+            Box::new(move |batch| {
+                black_box(filter.check_and_insert_batch(batch));
+            })
         });
     }
     group.finish();
