@@ -22,6 +22,8 @@
 //!
 //! [`clear`]: crate::SimilarityFilter::clear
 
+use url_dedup_bloom::hash::reduce;
+
 use crate::filter::Located;
 
 /// Most slots in a table: 512 KiB, within a core's second-level cache on current CPUs.
@@ -55,26 +57,22 @@ impl KnownValues {
         let slots = match blocks {
             0 => 0,
             _ if hashes < REMEMBER_FROM_HASHES => 0,
-            _ => (blocks / BLOCKS_PER_SLOT)
-                .next_power_of_two()
-                .clamp(MIN_SLOTS, MAX_SLOTS),
+            _ => (blocks / BLOCKS_PER_SLOT).clamp(MIN_SLOTS, MAX_SLOTS),
         };
         Self {
             slots: vec![[0; 2]; slots],
         }
     }
 
-    /// The slot of `at`: the high bits of a multiply of its seed (already a uniform hash) and
-    /// its block, so that two features' values with one seed land apart.
+    /// The slot of `at`: its seed (already a uniform hash) with its block folded into the high
+    /// bits, so that two features' values with one seed land apart, reduced to the table by the
+    /// workspace's multiply-shift.
     #[inline(always)]
     fn slot(&self, at: &Located) -> usize {
-        let bits = self.slots.len().trailing_zeros();
-        let mixed =
-            (at.seed ^ (at.word as u64).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        match bits {
-            0 => 0,
-            _ => (mixed >> (64 - bits)) as usize,
-        }
+        reduce(
+            at.seed ^ (at.word as u64).rotate_left(32),
+            self.slots.len() as u64,
+        ) as usize
     }
 
     /// Whether the table remembers nothing (its filter's tests are as cheap as a lookup):
@@ -229,7 +227,7 @@ pub(crate) mod tests {
     fn tables_are_sized_from_the_filter_within_bounds() {
         let hashes = REMEMBER_FROM_HASHES;
         assert_eq!(KnownValues::for_blocks(1, hashes).slots.len(), MIN_SLOTS);
-        assert_eq!(KnownValues::for_blocks(8 * 1000, hashes).slots.len(), 1024);
+        assert_eq!(KnownValues::for_blocks(8 * 1000, hashes).slots.len(), 1000);
         assert_eq!(
             KnownValues::for_blocks(1 << 30, hashes).slots.len(),
             MAX_SLOTS
