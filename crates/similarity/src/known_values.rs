@@ -33,10 +33,10 @@ const MAX_SLOTS: usize = 1 << 15;
 const MIN_SLOTS: usize = 64;
 
 /// Fewest bits per value for which a filter keeps a table. Testing a value of a few bits (six
-/// at 1%) costs little more than the lookup: on the generated list of the similarity bench,
-/// whose sites recur too far apart for a table to catch, a table cost 11% at 1%, where on
-/// real lists it saved 5%; at 12 bits (about 10^-4) and beyond it saved 8-21% on real lists
-/// and cost nothing on the generated one.
+/// at 1%) costs little more than the lookup: on the similarity bench's in-cache row (1%, a
+/// generated list whose sites recur too far apart for a table to catch) a table cost 11%; at
+/// 10^-9 (79 bits) it saved 21% on the real lists and cost nothing on the generated list
+/// (docs/benchmarks.md). 12 bits is about 10^-4; rates between were timed only in trial runs.
 pub(crate) const REMEMBER_FROM_HASHES: u32 = 12;
 
 /// Blocks of the filter per slot of its table.
