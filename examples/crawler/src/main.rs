@@ -92,14 +92,18 @@ mod worker;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::options::Options;
 
 fn main() -> ExitCode {
-    let options = Options::parse();
+    let matches = Options::command().get_matches();
+    let options = match Options::from_arg_matches(&matches) {
+        Ok(options) => options,
+        Err(e) => e.exit(),
+    };
     if options.demo {
-        let extras = Options::demo_extras(std::env::args_os());
+        let extras = options::demo_extras(&matches);
         if !extras.is_empty() {
             eprintln!(
                 "crawler: --demo crawls its own site with its own options and takes only --quiet; \

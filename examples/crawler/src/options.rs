@@ -308,33 +308,6 @@ impl Options {
         }
     }
 
-    /// With `--demo`, the options given on the command line besides `--demo` and `--quiet`,
-    /// as their long names: the demo crawls its own site with its own options, so these would
-    /// be ignored without a word.
-    pub(crate) fn demo_extras<I, T>(args: I) -> Vec<String>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<std::ffi::OsString> + Clone,
-    {
-        use clap::CommandFactory;
-        let command = Options::command();
-        let Ok(matches) = command.clone().try_get_matches_from(args) else {
-            return Vec::new();
-        };
-        command
-            .get_arguments()
-            .filter(|arg| !matches!(arg.get_id().as_str(), "demo" | "quiet"))
-            .filter(|arg| {
-                matches.value_source(arg.get_id().as_str())
-                    == Some(clap::parser::ValueSource::CommandLine)
-            })
-            .map(|arg| match arg.get_long() {
-                Some(long) => format!("--{long}"),
-                None => arg.get_id().to_string(),
-            })
-            .collect()
-    }
-
     /// The demo's options: default rules around the demo site's home page.
     pub(crate) fn parse_demo(origin: &str, out: &std::path::Path, user: &Options) -> Options {
         let mut options = Options::parse_from([
@@ -436,6 +409,25 @@ impl Options {
     }
 }
 
+/// With `--demo`, the options `matches` got from the command line besides `--demo` and
+/// `--quiet`, by their long names (or ids for positionals): the demo crawls its own site with
+/// its own options, so these would be ignored without a word.
+pub(crate) fn demo_extras(matches: &clap::ArgMatches) -> Vec<String> {
+    use clap::CommandFactory;
+    Options::command()
+        .get_arguments()
+        .filter(|arg| !matches!(arg.get_id().as_str(), "demo" | "quiet"))
+        .filter(|arg| {
+            matches.value_source(arg.get_id().as_str())
+                == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .map(|arg| match arg.get_long() {
+            Some(long) => format!("--{long}"),
+            None => arg.get_id().to_string(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,7 +475,8 @@ mod tests {
     /// The demo takes only `--quiet`: anything else given with it is named, to be refused.
     #[test]
     fn options_given_with_the_demo_are_named() {
-        let extras = |args: &[&str]| Options::demo_extras(args.iter().copied());
+        use clap::CommandFactory;
+        let extras = |args: &[&str]| demo_extras(&Options::command().get_matches_from(args));
         assert!(extras(&["crawler", "--demo"]).is_empty());
         assert!(extras(&["crawler", "--demo", "-q"]).is_empty());
         assert_eq!(extras(&["crawler", "--demo", "--similar"]), ["--similar"]);
