@@ -85,6 +85,9 @@ fn large(c: &mut Criterion) {
     group.finish();
 }
 
+/// Decides one batch of a list against state of its own (a fresh filter or deduplicator).
+type Decide = Box<dyn FnMut(&[&str])>;
+
 fn real(c: &mut Criterion) {
     let urls: Vec<&str> = [
         include_str!("../../crates/similarity/data/real-urls.txt"),
@@ -100,7 +103,7 @@ fn real(c: &mut Criterion) {
     group.sample_size(20);
     // Each iteration decides the whole list, in batches, with a fresh filter built outside the
     // timing.
-    let mut whole_list = |name: &str, decide: &dyn Fn() -> Box<dyn FnMut(&[&str])>| {
+    let mut whole_list = |name: &str, decide: &dyn Fn() -> Decide| {
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_batched(
                 decide,
