@@ -995,8 +995,35 @@ impl UrlDedup {
         answers: Result<Vec<bool>, Error>,
         hashes: &[Option<HashedUrl<'_>>],
     ) -> Vec<Decision<Cow<'a, [u8]>>> {
+        // Without a similarity filter, every answer is the verdict: one pass, where the
+        // general path below pairs, then filters, then maps a batch of large enums.
+        if !self.folds_similar()
+            && let Ok(new) = &answers
+            && new.len() == keys.len()
+        {
+            return keys
+                .into_iter()
+                .zip(new)
+                .map(|(key, &new)| {
+                    let outcome = if new {
+                        Outcome::New
+                    } else {
+                        Outcome::Duplicate
+                    };
+                    Ok((outcome, Cow::Borrowed(key)))
+                })
+                .collect();
+        }
         let keys = keys.into_iter().map(|k| Ok(Cow::Borrowed(k))).collect();
         self.settle(keys, answers, |c: &Cow<'a, [u8]>| c, hashes)
+    }
+
+    /// Whether URLs the exact filter calls new go on to a similarity filter.
+    fn folds_similar(&self) -> bool {
+        #[cfg(feature = "similarity")]
+        return self.similarity.is_some();
+        #[cfg(not(feature = "similarity"))]
+        false
     }
 
     /// Decides canonical forms with one call to the exact filter, in order; items that
