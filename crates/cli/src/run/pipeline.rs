@@ -93,8 +93,9 @@ pub(crate) enum Key {
     Line(KeyDigest),
     /// Its canonical form, at this place in [`Parsed::canonical`].
     Canonical(Range<usize>, KeyDigest),
-    /// Nothing: the line is no URL the policy accepts.
-    Invalid(url_dedup::Error),
+    /// Nothing: the line is no URL the policy accepts. Boxed: an error is larger than a
+    /// key and its digest, and the deciding thread reads every line's entry.
+    Invalid(Box<url_dedup::Error>),
 }
 
 impl Parsed {
@@ -185,7 +186,7 @@ fn key(
             canonical.extend_from_slice(&form);
             Key::Canonical(start..canonical.len(), digest)
         }
-        Err(e) => Key::Invalid(e),
+        Err(e) => Key::Invalid(Box::new(e)),
     }
 }
 
