@@ -26,6 +26,9 @@ const PATH: u8 = 2;
 /// special schemes), `:`, `@`, `/` and `?`; `%` is looked at separately.
 const QUERY: u8 = 4;
 
+/// A byte a host may hold without a second look: [`HOST`] or `.`.
+const DOMAIN: u8 = 8;
+
 /// The class bits of every byte.
 static CLASS: [u8; 256] = {
     let mut class = [0u8; 256];
@@ -43,7 +46,10 @@ static CLASS: [u8; 256] = {
             b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b'=' | b':' | b'@'
         );
         if lower || digit || c == b'-' {
-            class[b] |= HOST;
+            class[b] |= HOST | DOMAIN;
+        }
+        if c == b'.' {
+            class[b] |= DOMAIN;
         }
         if lower || digit || mark || sub_delim {
             class[b] |= PATH;
@@ -61,6 +67,27 @@ static CLASS: [u8; 256] = {
 #[inline(always)]
 fn is(class: u8, c: u8) -> bool {
     CLASS[usize::from(c)] & class != 0
+}
+
+/// The index of the first byte of `bytes` from `i` on that is not in `class` (one class bit),
+/// or the length. Eight bytes a step while all eight are in it: eight table lookups and one
+/// branch, where a byte at a time took a branch per byte and was most of the check's time.
+#[inline(always)]
+fn skip(class: u8, bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        if chunk
+            .iter()
+            .fold(class, |all, &c| all & CLASS[usize::from(c)])
+            == 0
+        {
+            break;
+        }
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(|&c| is(class, c)) {
+        i += 1;
+    }
+    i
 }
 
 /// Whether `input` is canonical under `policy`; `false` means "not proven".
@@ -99,10 +126,7 @@ pub(crate) fn check(input: &str, policy: &Policy) -> bool {
 /// path's `/`) and returns what follows it.
 #[inline(always)]
 fn authority<'a>(rest: &'a [u8], https: bool, policy: &Policy) -> Option<&'a [u8]> {
-    let mut i = 0;
-    while i < rest.len() && (is(HOST, rest[i]) || rest[i] == b'.') {
-        i += 1;
-    }
+    let i = skip(DOMAIN, rest, 0);
     let host = &rest[..i];
     if !(domain(host) || ipv4(host)) || (policy.fold_www && host.starts_with(b"www.")) {
         return None;
@@ -178,12 +202,11 @@ fn path<'a>(rest: &'a [u8], policy: &Policy) -> Option<&'a [u8]> {
     // `rest[0]` is `/`; segments start after each `/`.
     let mut segment_start = 1;
     let mut i = 1;
-    while i < rest.len() {
-        let c = rest[i];
-        if is(PATH, c) {
-            i += 1;
-            continue;
-        }
+    loop {
+        i = skip(PATH, rest, i);
+        let Some(&c) = rest.get(i) else {
+            break;
+        };
         match c {
             b'/' => {
                 if is_dot_segment(&rest[segment_start..i]) {
@@ -240,12 +263,11 @@ fn query(query: &[u8], policy: &Policy) -> bool {
         return !policy.drop_empty_query;
     }
     let mut i = 0;
-    while i < query.len() {
-        let c = query[i];
-        if is(QUERY, c) {
-            i += 1;
-            continue;
-        }
+    loop {
+        i = skip(QUERY, query, i);
+        let Some(&c) = query.get(i) else {
+            break;
+        };
         if c != b'%' || !canonical_triplet(query, i) {
             return false;
         }
@@ -276,6 +298,7 @@ mod tests {
             assert_eq!(is(QUERY, c), query, "{c:#x}");
             let host = c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-';
             assert_eq!(is(HOST, c), host, "{c:#x}");
+            assert_eq!(is(DOMAIN, c), host || c == b'.', "{c:#x}");
         }
     }
 

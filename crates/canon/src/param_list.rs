@@ -21,6 +21,11 @@ pub struct ParamList {
     /// Bit `n` set when some exact name has `n` bytes (names of 64 bytes or more share bit
     /// 63): most parameter names are rejected by one test, before any comparison.
     exact_lengths: u64,
+    /// Bit `b % 128` set for the lower-cased first byte `b` of every exact name and prefix,
+    /// every bit once a prefix is empty (`*`): a name whose first byte has no bit matches
+    /// nothing. The length test alone let common names through (`ref` has the length of
+    /// `_ga`), and each then cost a comparison per name and prefix of the list.
+    first_bytes: u128,
 }
 
 impl ParamList {
@@ -56,6 +61,13 @@ impl ParamList {
     /// ```
     pub fn push(&mut self, name: &str) {
         let lower = name.to_ascii_lowercase().into_boxed_str();
+        self.first_bytes |= match lower.as_bytes().first() {
+            Some(&b) if lower.len() > 1 || b != b'*' => first_byte_bit(b),
+            // `*` matches every name; an empty exact name only the empty name, which the
+            // first-byte test lets through.
+            _ if lower.is_empty() => 0,
+            _ => u128::MAX,
+        };
         match lower.strip_suffix('*') {
             Some(prefix) => self.prefixes.push(prefix.into()),
             None => {
@@ -74,6 +86,12 @@ impl ParamList {
     /// ```
     pub fn matches(&self, name: &str) -> bool {
         let name = name.as_bytes();
+        if name
+            .first()
+            .is_some_and(|&b| self.first_bytes & first_byte_bit(b) == 0)
+        {
+            return false;
+        }
         (self.exact_lengths & length_bit(name.len()) != 0
             && self
                 .exact
@@ -186,4 +204,10 @@ impl ParamList {
 #[inline]
 fn length_bit(len: usize) -> u64 {
     1 << len.min(63)
+}
+
+/// The bit of [`ParamList::first_bytes`] for a name's first byte, whatever its ASCII case.
+#[inline]
+fn first_byte_bit(b: u8) -> u128 {
+    1 << (b.to_ascii_lowercase() & 127)
 }

@@ -207,6 +207,20 @@ proptest! {
     }
 
     #[test]
+    fn a_param_list_matches_its_names_and_prefixes_in_any_case(
+        names in prop::collection::vec("[a-cA-C_\u{e9}]{0,3}\\*?", 0..6),
+        name in "[a-cA-C_\u{e9}]{0,4}",
+    ) {
+        let list = ParamList::new(&names);
+        let lower = name.to_ascii_lowercase();
+        let want = names.iter().map(|n| n.to_ascii_lowercase()).any(|n| match n.strip_suffix('*') {
+            Some(prefix) => lower.starts_with(prefix),
+            None => lower == n,
+        });
+        prop_assert_eq!(list.matches(&name), want, "{:?} in {:?}", name, names);
+    }
+
+    #[test]
     fn output_respects_the_length_limit(input in url_like(), max_len in 0usize..40) {
         let policy = Policy { max_len, ..Policy::default() };
         if let Ok(out) = Canonicalizer::new(policy).canonicalize(&input) {
