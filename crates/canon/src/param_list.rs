@@ -21,11 +21,12 @@ pub struct ParamList {
     /// Bit `n` set when some exact name has `n` bytes (names of 64 bytes or more share bit
     /// 63): most parameter names are rejected by one test, before any comparison.
     exact_lengths: u64,
-    /// Bit `b % 128` set for the lower-cased first byte `b` of every exact name and prefix,
-    /// every bit once a prefix is empty (`*`): a name whose first byte has no bit matches
-    /// nothing. The length test alone let common names through (`ref` has the length of
-    /// `_ga`), and each then cost a comparison per name and prefix of the list.
-    first_bytes: u128,
+    /// Bit `b % 128` set for the lower-cased first byte `b` of every exact name (bit 0 for
+    /// the empty name), and of every prefix (every bit once a prefix is empty: `*`): a name
+    /// whose first byte has no bit in either is compared with nothing. The length test alone
+    /// let common names through (`ref` has the length of `_ga`), and prefixes had none.
+    exact_first: u128,
+    prefix_first: u128,
 }
 
 impl ParamList {
@@ -61,17 +62,17 @@ impl ParamList {
     /// ```
     pub fn push(&mut self, name: &str) {
         let lower = name.to_ascii_lowercase().into_boxed_str();
-        self.first_bytes |= match lower.as_bytes().first() {
-            Some(&b) if lower.len() > 1 || b != b'*' => first_byte_bit(b),
-            // `*` matches every name; an empty exact name only the empty name, which the
-            // first-byte test lets through.
-            _ if lower.is_empty() => 0,
-            _ => u128::MAX,
-        };
         match lower.strip_suffix('*') {
-            Some(prefix) => self.prefixes.push(prefix.into()),
+            Some(prefix) => {
+                self.prefix_first |= match prefix.as_bytes().first() {
+                    Some(&b) => first_byte_bit(b),
+                    None => u128::MAX,
+                };
+                self.prefixes.push(prefix.into());
+            }
             None => {
                 self.exact_lengths |= length_bit(lower.len());
+                self.exact_first |= first_bit(lower.as_bytes());
                 self.exact.push(lower);
             }
         }
@@ -84,22 +85,20 @@ impl ParamList {
     /// ```
     /// assert!(url_dedup_canon::ParamList::tracking().matches("fbclid"));
     /// ```
+    #[inline]
     pub fn matches(&self, name: &str) -> bool {
         let name = name.as_bytes();
-        if name
-            .first()
-            .is_some_and(|&b| self.first_bytes & first_byte_bit(b) == 0)
-        {
-            return false;
-        }
+        let first = first_bit(name);
         (self.exact_lengths & length_bit(name.len()) != 0
+            && self.exact_first & first != 0
             && self
                 .exact
                 .iter()
                 .any(|e| e.as_bytes().eq_ignore_ascii_case(name)))
-            || self.prefixes.iter().any(|p| {
-                name.len() >= p.len() && p.as_bytes().eq_ignore_ascii_case(&name[..p.len()])
-            })
+            || (self.prefix_first & first != 0
+                && self.prefixes.iter().any(|p| {
+                    name.len() >= p.len() && p.as_bytes().eq_ignore_ascii_case(&name[..p.len()])
+                }))
     }
 
     /// Whether the list is empty.
@@ -206,7 +205,12 @@ fn length_bit(len: usize) -> u64 {
     1 << len.min(63)
 }
 
-/// The bit of [`ParamList::first_bytes`] for a name's first byte, whatever its ASCII case.
+/// The bit of a name's first byte, whatever its ASCII case; bit 0 for the empty name.
+#[inline]
+fn first_bit(name: &[u8]) -> u128 {
+    name.first().map_or(1, |&b| first_byte_bit(b))
+}
+
 #[inline]
 fn first_byte_bit(b: u8) -> u128 {
     1 << (b.to_ascii_lowercase() & 127)
