@@ -995,35 +995,29 @@ impl UrlDedup {
         answers: Result<Vec<bool>, Error>,
         hashes: &[Option<HashedUrl<'_>>],
     ) -> Vec<Decision<Cow<'a, [u8]>>> {
-        // Without a similarity filter, every answer is the verdict: one pass, where the
-        // general path below pairs, then filters, then maps a batch of large enums.
-        if !self.folds_similar()
-            && let Ok(new) = &answers
+        // Every key has an answer (the common case): one pass over the answers, where the
+        // general path below pairs, then filters, then maps a batch of large enums. The URLs
+        // the exact filter calls new go to the similarity filter, if any, in one batch.
+        if let Ok(new) = &answers
             && new.len() == keys.len()
         {
+            let mut similar = self
+                .similar_batch(
+                    keys.iter()
+                        .zip(new)
+                        .enumerate()
+                        .filter(|(_, (_, new))| **new)
+                        .map(|(i, (key, _))| (*key, hashes.get(i).copied().flatten())),
+                )
+                .into_iter();
             return keys
                 .into_iter()
                 .zip(new)
-                .map(|(key, &new)| {
-                    let outcome = if new {
-                        Outcome::New
-                    } else {
-                        Outcome::Duplicate
-                    };
-                    Ok((outcome, Cow::Borrowed(key)))
-                })
+                .map(|(key, &new)| Ok((outcome(new, &mut similar), Cow::Borrowed(key))))
                 .collect();
         }
         let keys = keys.into_iter().map(|k| Ok(Cow::Borrowed(k))).collect();
         self.settle(keys, answers, |c: &Cow<'a, [u8]>| c, hashes)
-    }
-
-    /// Whether URLs the exact filter calls new go on to a similarity filter.
-    fn folds_similar(&self) -> bool {
-        #[cfg(feature = "similarity")]
-        return self.similarity.is_some();
-        #[cfg(not(feature = "similarity"))]
-        false
     }
 
     /// Decides canonical forms with one call to the exact filter, in order; items that
@@ -1082,15 +1076,7 @@ impl UrlDedup {
             .into_iter()
             .map(|p| {
                 let (new, c) = p?;
-                let outcome = if !new {
-                    Outcome::Duplicate
-                } else {
-                    similar
-                        .next()
-                        .flatten()
-                        .map_or(Outcome::New, Outcome::Similar)
-                };
-                Ok((outcome, c))
+                Ok((outcome(new, &mut similar), c))
             })
             .collect()
     }
@@ -1434,6 +1420,18 @@ impl std::fmt::Debug for UrlDedup {
         d.field("similarity", &self.similarity.is_some());
         d.finish()
     }
+}
+
+/// The outcome of a URL the exact filter called `new` (or not), given the similarity
+/// filter's answers for the new URLs of its batch, in order (none without one).
+fn outcome(new: bool, similar: &mut impl Iterator<Item = Option<Explanation>>) -> Outcome {
+    if !new {
+        return Outcome::Duplicate;
+    }
+    similar
+        .next()
+        .flatten()
+        .map_or(Outcome::New, Outcome::Similar)
 }
 
 /// What each URL of a batch carries when the store failed: whether it was a reset, and the
