@@ -16,6 +16,8 @@ pub(crate) struct Stats {
     /// The sum, over the URLs kept, of the filter's false-positive rate when each was looked
     /// up: the expected number of distinct URLs this run dropped by mistake.
     pub(crate) expected_false_drops: f64,
+    /// The filter's false-positive rate when the sum above was last brought up to date.
+    pub(crate) rate_counted: Option<f64>,
 }
 
 impl Stats {
