@@ -45,9 +45,9 @@
 //! * [`Shard`]: the small trait a filter implements to be a shard (done here for
 //!   [`BloomFilter`](url_dedup_bloom::BloomFilter) and
 //!   [`AtomicBloomFilter`](url_dedup_bloom::AtomicBloomFilter) with [`BloomShardParams`], and
-//!   for the cache-line segmented filter with [`SegmentedShardParams`], whose
-//!   [`with_placement`](SegmentedShardParams::with_placement) picks the split placement:
-//!   faster single calls on shards that fit the cache, for 2% more bits).
+//!   for the cache-line segmented filter with [`SegmentedShardParams`], whose shards use the
+//!   split placement unless [`with_placement`](SegmentedShardParams::with_placement) says
+//!   otherwise: faster single calls on shards that fit the cache, for 2% more bits).
 //!
 //! # Design choices
 //!
