@@ -995,29 +995,10 @@ impl UrlDedup {
         answers: Result<Vec<bool>, Error>,
         hashes: &[Option<HashedUrl<'_>>],
     ) -> Vec<Decision<Cow<'a, [u8]>>> {
-        // Every key has an answer (the common case): one pass over the answers, where the
-        // general path below pairs, then filters, then maps a batch of large enums. The URLs
-        // the exact filter calls new go to the similarity filter, if any, in one batch.
-        if let Ok(new) = &answers
-            && new.len() == keys.len()
-        {
-            let mut similar = self
-                .similar_batch(
-                    keys.iter()
-                        .zip(new)
-                        .enumerate()
-                        .filter(|(_, (_, new))| **new)
-                        .map(|(i, (key, _))| (*key, hashes.get(i).copied().flatten())),
-                )
-                .into_iter();
-            return keys
-                .into_iter()
-                .zip(new)
-                .map(|(key, &new)| Ok((outcome(new, &mut similar), Cow::Borrowed(key))))
-                .collect();
-        }
-        let keys = keys.into_iter().map(|k| Ok(Cow::Borrowed(k))).collect();
-        self.settle(keys, answers, |c: &Cow<'a, [u8]>| c, hashes)
+        let answers = answers_of(answers);
+        let similar = self.similar_to_new(keys.iter().map(|&k| Some(k)), &answers, hashes);
+        let keys = keys.into_iter().map(|k| Ok(Cow::Borrowed(k)));
+        settled(keys, &answers, similar)
     }
 
     /// Decides canonical forms with one call to the exact filter, in order; items that
@@ -1048,37 +1029,30 @@ impl UrlDedup {
         bytes: impl Fn(&C) -> &[u8],
         hashes: &[Option<HashedUrl<'_>>],
     ) -> Vec<Decision<C>> {
-        let answers = answers.map_err(|e| (e.is_reset(), e.to_string()));
-        let mut new = answers.as_deref().unwrap_or_default().iter().copied();
-        let paired: Vec<Result<(bool, C), Error>> = canonical
-            .into_iter()
-            .map(|c| {
-                let c = c?;
-                match (&answers, new.next()) {
-                    (Ok(_), Some(new)) => Ok((new, c)),
-                    (Ok(_), None) => Err(Error::Store("missing answer".into())),
-                    (Err(failure), _) => Err(batch_error(failure)),
-                }
-            })
-            .collect();
-        // The URLs the exact filter calls new go to the similarity filter in one batch, in
-        // order, as one call each would.
-        let mut similar = self
-            .similar_batch(
-                paired
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, p)| Some((i, p.as_ref().ok().filter(|(new, _)| *new)?)))
-                    .map(|(i, (_, c))| (bytes(c), hashes.get(i).copied().flatten())),
-            )
-            .into_iter();
-        paired
-            .into_iter()
-            .map(|p| {
-                let (new, c) = p?;
-                Ok((outcome(new, &mut similar), c))
-            })
-            .collect()
+        let answers = answers_of(answers);
+        let valid = canonical.iter().map(|c| c.as_ref().ok().map(&bytes));
+        let similar = self.similar_to_new(valid, &answers, hashes);
+        settled(canonical.into_iter(), &answers, similar)
+    }
+
+    /// The similarity filter's answers for the items the exact filter called new, in order,
+    /// in one batch as one call each would give them. `keys` holds each item's key, `None`
+    /// for an item that failed before (and has no answer); `hashes`, each item's feature
+    /// hashes made where it was prepared, or nothing.
+    fn similar_to_new<'k>(
+        &self,
+        keys: impl Iterator<Item = Option<&'k [u8]>>,
+        answers: &Answers,
+        hashes: &[Option<HashedUrl<'_>>],
+    ) -> std::vec::IntoIter<Option<Explanation>> {
+        let mut new = answers.as_deref().unwrap_or_default().iter();
+        self.similar_batch(keys.enumerate().filter_map(|(i, key)| {
+            let key = key?;
+            new.next()
+                .is_some_and(|&new| new)
+                .then(|| (key, hashes.get(i).copied().flatten()))
+        }))
+        .into_iter()
     }
 
     /// Whether a URL was seen (exact filter only), without recording it.
@@ -1126,22 +1100,8 @@ impl UrlDedup {
             .iter()
             .filter_map(|c| c.as_ref().ok().map(|c| c.as_bytes()))
             .collect();
-        let answers = self
-            .exact
-            .contains_batch(&valid)
-            .map_err(|e| (e.is_reset(), e.to_string()));
-        let mut found = answers.as_deref().unwrap_or_default().iter().copied();
-        canonical
-            .into_iter()
-            .map(|c| {
-                c?;
-                match (&answers, found.next()) {
-                    (Ok(_), Some(found)) => Ok(found),
-                    (Ok(_), None) => Err(Error::Store("missing answer".into())),
-                    (Err(failure), _) => Err(batch_error(failure)),
-                }
-            })
-            .collect()
+        let answers = answers_of(self.exact.contains_batch(&valid));
+        paired(canonical.into_iter(), &answers, |found, _| found)
     }
 
     /// The canonical form of a URL under this deduplicator's policy (the input itself when
@@ -1422,16 +1382,55 @@ impl std::fmt::Debug for UrlDedup {
     }
 }
 
-/// The outcome of a URL the exact filter called `new` (or not), given the similarity
-/// filter's answers for the new URLs of its batch, in order (none without one).
-fn outcome(new: bool, similar: &mut impl Iterator<Item = Option<Explanation>>) -> Outcome {
-    if !new {
-        return Outcome::Duplicate;
-    }
-    similar
-        .next()
-        .flatten()
-        .map_or(Outcome::New, Outcome::Similar)
+/// The exact filter's answers for the valid items of a batch, in order, or how it failed:
+/// whether it was a reset, and the store's message.
+type Answers = Result<Vec<bool>, (bool, String)>;
+
+/// [`Answers`] from the exact filter's result, its failure kept as text for every item.
+fn answers_of(result: Result<Vec<bool>, Error>) -> Answers {
+    result.map_err(|e| (e.is_reset(), e.to_string()))
+}
+
+/// Each item of a batch with the exact filter's answer for it (one answer per valid item, in
+/// order), through `finish`; an item that failed before stays failed, and if the store failed
+/// every valid item carries its failure.
+fn paired<C, T>(
+    items: impl Iterator<Item = Result<C, Error>>,
+    answers: &Answers,
+    mut finish: impl FnMut(bool, C) -> T,
+) -> Vec<Result<T, Error>> {
+    let mut answer = answers.as_deref().unwrap_or_default().iter().copied();
+    items
+        .map(|item| {
+            let item = item?;
+            match (answers, answer.next()) {
+                (Ok(_), Some(answer)) => Ok(finish(answer, item)),
+                (Ok(_), None) => Err(Error::Store("missing answer".into())),
+                (Err(failure), _) => Err(batch_error(failure)),
+            }
+        })
+        .collect()
+}
+
+/// The decisions for a batch's items: duplicates where the exact filter found them, and for
+/// the URLs it called new, the similarity filter's answers (`similar`, in order; none without
+/// one).
+fn settled<C>(
+    items: impl Iterator<Item = Result<C, Error>>,
+    answers: &Answers,
+    mut similar: std::vec::IntoIter<Option<Explanation>>,
+) -> Vec<Decision<C>> {
+    paired(items, answers, |new, item| {
+        let outcome = if !new {
+            Outcome::Duplicate
+        } else {
+            similar
+                .next()
+                .flatten()
+                .map_or(Outcome::New, Outcome::Similar)
+        };
+        (outcome, item)
+    })
 }
 
 /// What each URL of a batch carries when the store failed: whether it was a reset, and the
