@@ -708,6 +708,9 @@ impl SimilarityFilter {
         if self.known.is_off() {
             return here;
         }
+        // Values answered from the table are written to it again: telling them apart from
+        // the ones tested (a second mask out of `tested_here`) measured 3% slower on the
+        // real-list bench, against one store to a slot the lookup just read.
         for (i, at) in located.iter().enumerate() {
             if here >> i & 1 == 1 {
                 self.known.insert(*at);
