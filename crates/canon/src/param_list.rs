@@ -26,6 +26,7 @@ pub struct ParamList {
     /// whose first byte has no bit in either is compared with nothing. The length test alone
     /// let common names through (`ref` has the length of `_ga`), and prefixes had none.
     exact_first: u128,
+    /// The same for the prefixes.
     prefix_first: u128,
 }
 

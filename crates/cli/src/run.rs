@@ -360,7 +360,7 @@ impl<O: Write, X: Write> Emitter<O, X> {
                 decided,
                 state.as_deref_mut(),
             );
-            if flow.as_ref().map_or(true, |f| *f != Flow::Go) {
+            if !matches!(flow, Ok(Flow::Go)) {
                 self.count_expected_drops(dedup, new_before);
                 return flow.map(|_| Flow::PipeClosed);
             }
