@@ -6,6 +6,7 @@
 #   ROUNDS=5 bash benches/cli-vs-sort.sh       # every tool 5 times, interleaved; medians
 #   TOOLS="url-dedup,LC_ALL=C sort -u" bash benches/cli-vs-sort.sh   # a subset, by name
 #   TOOLS="--feature-hashing=decider,--feature-hashing=workers" ...   # where --similar=crawler hashes
+#   TOOLS="url-dedup --similar,--similar --feature-hashing=workers" ...  # where --similar hashes
 #   TOOLS="url-dedup,url-dedup --similar,url-dedup --similar=crawler,LC_ALL=C sort -u" ...  # presets
 #
 # The list has exact duplicates only and its URLs are already canonical, so every tool can
@@ -37,13 +38,14 @@ printf 'input: %s lines, %s distinct, %s MB; %s round(s); load before: %s\n\n' "
 
 names=("url-dedup" "url-dedup --raw" "url-dedup --exact" "url-dedup --similar" "sort -u" \
   "LC_ALL=C sort -u" "awk '!seen[\$0]++'" "--feature-hashing=decider" "--feature-hashing=workers" \
-  "url-dedup --similar=crawler")
+  "url-dedup --similar=crawler" "--similar --feature-hashing=workers")
 commands=("target/dist/url-dedup --quiet --stats" "target/dist/url-dedup --quiet --stats --raw" \
   "target/dist/url-dedup --quiet --stats --exact" "target/dist/url-dedup --quiet --stats --similar" \
   "sort -u" "env LC_ALL=C sort -u" "awk !seen[\$0]++" \
   "target/dist/url-dedup --quiet --stats --similar=crawler --feature-hashing=decider" \
   "target/dist/url-dedup --quiet --stats --similar=crawler --feature-hashing=workers" \
-  "target/dist/url-dedup --quiet --stats --similar=crawler")
+  "target/dist/url-dedup --quiet --stats --similar=crawler" \
+  "target/dist/url-dedup --quiet --stats --similar --feature-hashing=workers")
 selected=()
 for i in "${!names[@]}"; do
   if [[ -z "${TOOLS:-}" ]] || [[ ",${TOOLS}," == *",${names[$i]},"* ]]; then selected+=("$i"); fi
@@ -90,7 +92,7 @@ done
 sort_runs="$work/runs.5"
 if [[ -s "$sort_runs" ]]; then
   printf '\nspeed-up over LC_ALL=C sort -u (median of the per-round ratios):'
-  for i in 0 1 2 3 7 8 9; do
+  for i in 0 1 2 3 7 8 9 10; do
     runs="$work/runs.$i"
     [[ -s "$runs" ]] || continue
     ratio=$(join <(cut -d' ' -f1,2 "$sort_runs" | sort) <(cut -d' ' -f1,2 "$runs" | sort) \
