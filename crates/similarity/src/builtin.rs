@@ -41,7 +41,9 @@ impl Feature for Site {
     fn write_value(&self, url: &UrlParts<'_>, out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(url.site().as_bytes());
-        out[start..].make_ascii_lowercase();
+        if !url.site_is_lowercase() {
+            out[start..].make_ascii_lowercase();
+        }
     }
 }
 

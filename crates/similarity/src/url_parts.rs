@@ -28,6 +28,9 @@ pub struct UrlParts<'a> {
     site: &'a str,
     path: &'a str,
     query: Option<&'a str>,
+    /// Whether the site has no ASCII capital (always, for a canonical URL): scoped features
+    /// copy the site into every value, and lower-casing each copy was a tenth of their work.
+    site_is_lowercase: bool,
 }
 
 impl<'a> UrlParts<'a> {
@@ -68,10 +71,13 @@ impl<'a> UrlParts<'a> {
         }
         let path_start = start + auth_len;
         let text = |range: std::ops::Range<usize>| url.get(range).unwrap_or_default();
+        let site = text(start + site_start..path_start);
+        let path = text(path_start..path_start + path_end);
         Self {
-            site: text(start + site_start..path_start),
-            path: text(path_start..path_start + path_end),
+            site,
+            path,
             query: query.map(text),
+            site_is_lowercase: !site.bytes().any(|b| b.is_ascii_uppercase()),
         }
     }
 
@@ -162,6 +168,11 @@ impl<'a> UrlParts<'a> {
         at.map_or("", |at| &self.path[..at])
     }
 
+    /// Whether [`site`](Self::site) has no ASCII capital letter.
+    pub(crate) fn site_is_lowercase(&self) -> bool {
+        self.site_is_lowercase
+    }
+
     /// The query, without `?`, when there is one (possibly empty).
     ///
     /// # Examples
@@ -195,6 +206,8 @@ mod tests {
         (site, path.trim_end_matches('/'), query)
     }
 
+    use proptest::prop_assert_eq;
+
     proptest::proptest! {
         #[test]
         fn the_byte_scan_splits_as_the_rules_say(
@@ -211,6 +224,28 @@ mod tests {
                 p.directory(),
                 p.path().rsplit_once('/').map_or("", |(dir, _)| dir)
             );
+        }
+
+        /// Every built-in value that holds the site holds it lower-cased, whatever the case
+        /// it was written in: the check that skips lower-casing a lower-case site must not
+        /// skip a site with a capital anywhere.
+        #[test]
+        fn sites_are_lower_cased_in_every_value(
+            site in "[a-zA-Z0-9.-]{1,12}(:[0-9]{1,3})?",
+            path in "(/[a-zA-Z0-9.]{0,5}){0,4}",
+        ) {
+            let written = format!("https://{site}{path}");
+            let lower = format!("https://{}{path}", site.to_ascii_lowercase());
+            let (written, lower) = (UrlParts::parse(&written), UrlParts::parse(&lower));
+            prop_assert_eq!(written.site_is_lowercase(), site == site.to_ascii_lowercase());
+            for feature in crate::Preset::Crawler.features() {
+                let value = |parts: &UrlParts<'_>| {
+                    let mut out = Vec::new();
+                    feature.write_value(parts, &mut out);
+                    out
+                };
+                prop_assert_eq!(value(&written), value(&lower), "{}", feature.name());
+            }
         }
     }
 }
