@@ -324,11 +324,13 @@ impl Layout {
         let Ok(classic) = Sizing::classic(ITEMS, fpr) else {
             return DEFAULT_SEGMENT_BITS;
         };
+        // Through the layouts a thread sized last: a thread that builds many filters at one
+        // rate (a filter per site) sizes the candidates once.
         [512, 1024, 2048]
             .into_iter()
             .find(|&bits| {
-                Sizing::blocked(ITEMS, fpr, bits)
-                    .is_ok_and(|s| s.bits as f64 <= 1.25 * classic.bits as f64)
+                Self::for_items_with(ITEMS, fpr, bits, Placement::Scattered)
+                    .is_ok_and(|l| l.bits() as f64 <= 1.25 * classic.bits as f64)
             })
             .unwrap_or(4096)
     }
