@@ -19,25 +19,19 @@ cd "$(dirname "$0")/.."
 rounds="${ROUNDS:-3}"
 bench="$3"
 filter="${4:-}"
-work="$(mktemp -d)"
-root="$PWD"
-cleanup() {
-  for i in 0 1; do git -C "$root" worktree remove --force "$work/tree.$i" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source benches/worktrees.sh
 
 commits=("$1" "$2")
 for i in 1 0; do
-  git worktree add -q --detach "$work/tree.$i" "${commits[$i]}"
+  add_tree "$i" "${commits[$i]}"
   if [[ $i -eq 0 && -n "${SAME_BENCH:-}" ]]; then
     rm -rf "$work/tree.0/benches"
     cp -r "$work/tree.1/benches" "$work/tree.0/benches"
   fi
   (cd "$work/tree.$i" && CARGO_TARGET_DIR="$root/target/commits" \
-    cargo bench -q -p url-dedup-benches --bench "$bench" --no-run 2>&1 | grep -v '^ *Executable' || true)
-  exe="$(cd "$work/tree.$i" && CARGO_TARGET_DIR="$root/target/commits" \
-    cargo bench -p url-dedup-benches --bench "$bench" --no-run 2>&1 | sed -n 's/.*Executable.*(\(.*\))/\1/p')"
+    cargo bench -p url-dedup-benches --bench "$bench" --no-run) > "$work/build.$i" 2>&1 \
+    || { cat "$work/build.$i" >&2; exit 1; }
+  exe="$(sed -n 's/.*Executable.*(\(.*\))/\1/p' "$work/build.$i")"
   cp "$exe" "$work/bench.$i"
   commits[i]="$(git -C "$work/tree.$i" rev-parse --short HEAD)"
 done

@@ -19,17 +19,11 @@ rounds="${ROUNDS:-5}"
 count="${COUNT:-10000000}"
 IFS=';' read -r -a modes <<< "${MODES:-;--raw}"
 [[ ${#modes[@]} -gt 0 ]] || modes=("")
-work="$(mktemp -d)"
-root="$PWD"
-cleanup() {
-  for i in 0 1; do git -C "$root" worktree remove --force "$work/tree.$i" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source benches/worktrees.sh
 
 commits=("$1" "$2")
 for i in 0 1; do
-  git worktree add -q --detach "$work/tree.$i" "${commits[$i]}"
+  add_tree "$i" "${commits[$i]}"
   (cd "$work/tree.$i" && CARGO_TARGET_DIR="$root/target/commits" \
     cargo build --profile dist -q -p url-dedup-cli --bin url-dedup)
   cp "$root/target/commits/dist/url-dedup" "$work/url-dedup.$i"
