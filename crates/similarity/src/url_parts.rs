@@ -188,6 +188,8 @@ impl<'a> UrlParts<'a> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prop_assert_eq;
+
     use super::*;
 
     /// The splitting rules spelled out with string patterns, to check the byte scan against.
@@ -205,8 +207,6 @@ mod tests {
         };
         (site, path.trim_end_matches('/'), query)
     }
-
-    use proptest::prop_assert_eq;
 
     proptest::proptest! {
         #[test]
