@@ -2,6 +2,7 @@
 //! lines, which other threads split and classify.
 
 use std::io::{self, Read};
+use std::ops::Range;
 
 /// The byte order mark some editors put at the start of a UTF-8 file: not part of the text.
 const BOM: &[u8] = b"\xef\xbb\xbf";
@@ -132,35 +133,39 @@ fn without_cr(line: &[u8], max_len: usize) -> &[u8] {
     }
 }
 
-/// What a line is, given its bytes without the `\n` ending: past `max_len` it is too long, and
-/// while `at_start` is set the first line that is not loses a byte order mark (and clears it).
+/// Where a line's content is, given its bytes without the `\n` ending: `Err(length)` past
+/// `max_len`; while `at_start` is set the first line that is not loses a byte order mark (and
+/// clears it). The one place these rules live, for lines of bytes and of text: the `\r` and
+/// the mark it cuts are whole characters, so a line of text keeps character boundaries.
+fn content(line: &[u8], max_len: usize, at_start: &mut bool) -> Result<Range<usize>, usize> {
+    let end = without_cr(line, max_len).len();
+    if end > max_len {
+        return Err(end);
+    }
+    let start = match std::mem::take(at_start) && line[..end].starts_with(BOM) {
+        true => BOM.len(),
+        false => 0,
+    };
+    Ok(start..end)
+}
+
+/// What a line is, given its bytes without the `\n` ending (see [`content`]).
 fn classify_line<'a>(line: &'a [u8], max_len: usize, at_start: &mut bool) -> Line<'a> {
-    let mut line = without_cr(line, max_len);
-    if line.len() > max_len {
-        return Line::TooLong(line.len());
-    }
-    if std::mem::take(at_start) {
-        line = line.strip_prefix(BOM).unwrap_or(line);
-    }
-    match std::str::from_utf8(line) {
-        Ok(text) => classify_text(text),
-        Err(_) => classify_bytes(line),
+    match content(line, max_len, at_start) {
+        Err(length) => Line::TooLong(length),
+        Ok(range) => match std::str::from_utf8(&line[range.clone()]) {
+            Ok(text) => classify_text(text),
+            Err(_) => classify_bytes(&line[range]),
+        },
     }
 }
 
 /// [`classify_line`] for a line known to be UTF-8.
 fn classify_text_line<'a>(line: &'a str, max_len: usize, at_start: &mut bool) -> Line<'a> {
-    let mut line = match line.strip_suffix('\r') {
-        Some(without) if line.len() <= max_len.saturating_add(1) => without,
-        _ => line,
-    };
-    if line.len() > max_len {
-        return Line::TooLong(line.len());
+    match content(line.as_bytes(), max_len, at_start) {
+        Err(length) => Line::TooLong(length),
+        Ok(range) => classify_text(line.get(range).unwrap_or_default()),
     }
-    if std::mem::take(at_start) {
-        line = line.strip_prefix('\u{feff}').unwrap_or(line);
-    }
-    classify_text(line)
 }
 
 /// What a line of text without its ending is.
