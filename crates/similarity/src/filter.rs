@@ -512,32 +512,27 @@ impl SimilarityFilter {
         }
     }
 
-    /// The verdict for the URL whose feature hashes [`hash_features`](Self::hash_features) left
-    /// in `scratch`, the features in `seen` counted as matched; leaves where its values' bits
-    /// are in `scratch`, for [`record`](Self::record).
-    pub(crate) fn decide_hashed(&self, seen: u64, scratch: &mut Scratch) -> Verdict {
+    /// Which features of the URL whose hashes [`hash_features`](Self::hash_features) left in
+    /// `scratch` have their values' bits all set in this filter, as a mask (bit `i` for
+    /// feature `i`); leaves where the values' bits are in `scratch`, for
+    /// [`record`](Self::record).
+    pub(crate) fn found(&self, scratch: &mut Scratch) -> u64 {
+        scratch.located.clear();
         match self.line_blocks() {
             Some(layout) => {
-                scratch.located.clear();
                 self.locate(layout, &scratch.hashed, &mut scratch.located);
-                self.verdict(self.tested_here(layout, &scratch.located, &mut scratch.masks) | seen)
+                self.tested_here(layout, &scratch.located, &mut scratch.masks)
             }
-            None => self.probe(&scratch.hashed, &mut scratch.positions, seen),
+            None => self.probe(&scratch.hashed, &mut scratch.positions),
         }
     }
 
-    /// [`decide_hashed`](Self::decide_hashed), remembering the values found set for the next
-    /// URLs that have them.
-    pub(crate) fn decide_hashed_mut(&mut self, seen: u64, scratch: &mut Scratch) -> Verdict {
-        match self.line_blocks() {
-            Some(layout) => {
-                scratch.located.clear();
-                self.locate(layout, &scratch.hashed, &mut scratch.located);
-                let matched = self.matched_here(layout, &scratch.located, &mut scratch.masks);
-                self.verdict(matched | seen)
-            }
-            None => self.probe(&scratch.hashed, &mut scratch.positions, seen),
-        }
+    /// [`found`](Self::found), remembering the values found set for the next URLs that have
+    /// them.
+    pub(crate) fn found_mut(&mut self, scratch: &mut Scratch) -> u64 {
+        let here = self.found(scratch);
+        self.remember(&scratch.located, here);
+        here
     }
 
     /// Checks the URL whose feature hashes [`hash_features`](Self::hash_features) left in
@@ -545,15 +540,15 @@ impl SimilarityFilter {
     /// matched in an older layer of a [`GrowingSimilarityFilter`](crate::GrowingSimilarityFilter)),
     /// and records it when not all features matched.
     pub(crate) fn check_and_insert_scratch(&mut self, seen: u64, scratch: &mut Scratch) -> Verdict {
-        let verdict = self.decide_hashed_mut(seen, scratch);
+        let found = self.found_mut(scratch);
+        let verdict = self.verdict(found | seen);
         if verdict.is_new() {
             self.record(scratch);
         }
         verdict
     }
 
-    /// Sets the bits [`decide_hashed`](Self::decide_hashed) left in `scratch` and counts the
-    /// URL.
+    /// Sets the bits [`found`](Self::found) left in `scratch` and counts the URL.
     fn record(&mut self, scratch: &Scratch) {
         match self.line_blocks() {
             Some(layout) => self.set_blocks(layout, &scratch.located, &scratch.masks),
@@ -655,7 +650,7 @@ impl SimilarityFilter {
     pub fn check(&self, url: &str) -> Verdict {
         let mut scratch = Scratch::default();
         self.hash_features(url, &mut scratch);
-        self.decide_hashed(0, &mut scratch)
+        self.verdict(self.found(&mut scratch))
     }
 
     /// The layout of blocked regions whose blocks are whole words (every block the default
@@ -691,7 +686,7 @@ impl SimilarityFilter {
 
     /// The verdict for a URL whose features in `mask` matched.
     #[inline]
-    fn verdict(&self, mask: u64) -> Verdict {
+    pub(crate) fn verdict(&self, mask: u64) -> Verdict {
         let matches = Matches::new(mask, self.feature_list().len());
         if matches.all() {
             Verdict::Similar(matches)
@@ -700,13 +695,20 @@ impl SimilarityFilter {
         }
     }
 
-    /// [`tested_here`](Self::tested_here), remembering the values it found set (see
-    /// [`KnownValues`]).
+    /// [`tested_here`](Self::tested_here), remembering the values it found set.
     #[inline]
     fn matched_here(&mut self, layout: Layout, located: &[Located], masks: &mut Vec<u64>) -> u64 {
         let here = self.tested_here(layout, located, masks);
+        self.remember(located, here);
+        here
+    }
+
+    /// Remembers the [`locate`](Self::locate)d values whose features are in `here` as set (see
+    /// [`KnownValues`]); nothing for a filter without blocks (no `located`) or a table.
+    #[inline]
+    fn remember(&mut self, located: &[Located], here: u64) {
         if self.known.is_off() {
-            return here;
+            return;
         }
         // Values answered from the table are written to it again: telling them apart from
         // the ones tested (a second mask out of `tested_here`) measured 3% slower on the
@@ -716,7 +718,6 @@ impl SimilarityFilter {
                 self.known.insert(*at);
             }
         }
-        here
     }
 
     /// Which of one URL's [`locate`](Self::locate)d values (one per feature) have all their
@@ -775,12 +776,13 @@ impl SimilarityFilter {
         }
     }
 
-    /// Computes every feature's bit positions into `positions` and which features matched.
+    /// Computes every feature's bit positions into `positions`; which features matched, as a
+    /// mask.
     ///
     /// All positions come first, the tests after: the tests' loads do not depend on one
     /// another, so the memory accesses of every feature are in flight together instead of
     /// each waiting behind the hashing of the next value.
-    fn probe(&self, hashed: &[Hashed], positions: &mut Vec<u64>, seen: u64) -> Verdict {
+    fn probe(&self, hashed: &[Hashed], positions: &mut Vec<u64>) -> u64 {
         positions.clear();
         let Regions {
             bits: region_bits,
@@ -812,19 +814,14 @@ impl SimilarityFilter {
                 .get((bit / 64) as usize)
                 .is_some_and(|w| w >> (bit % 64) & 1 == 1)
         };
-        let mut mask = seen;
+        let mut mask = 0;
         let mut start = 0;
         for (i, &end) in ends.iter().enumerate().take(self.feature_list().len()) {
             let matched = positions[start..end].iter().all(is_set);
             mask |= u64::from(matched) << i;
             start = end;
         }
-        let matches = Matches::new(mask, self.feature_list().len());
-        if matches.all() {
-            Verdict::Similar(matches)
-        } else {
-            Verdict::New(matches)
-        }
+        mask
     }
 
     /// The verdict with feature names, for logs and debugging.
@@ -1190,7 +1187,7 @@ mod tests {
     fn insert_by_positions(f: &mut SimilarityFilter, url: &str) -> Verdict {
         let mut scratch = Scratch::default();
         f.hash_features(url, &mut scratch);
-        let verdict = f.probe(&scratch.hashed, &mut scratch.positions, 0);
+        let verdict = f.verdict(f.probe(&scratch.hashed, &mut scratch.positions));
         if verdict.is_new() {
             let words = f.words.as_mut_slice();
             for &bit in &scratch.positions {

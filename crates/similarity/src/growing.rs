@@ -133,9 +133,9 @@ impl GrowingSimilarityFilter {
     /// newest when it is new, and grows when that fills the newest.
     fn check_and_insert_scratch(&mut self, scratch: &mut Scratch) -> Verdict {
         let older = self.layers.len().saturating_sub(1);
-        let seen = self.layers[..older].iter_mut().fold(0, |seen, layer| {
-            seen | layer.decide_hashed_mut(0, scratch).matches().mask()
-        });
+        let seen = self.layers[..older]
+            .iter_mut()
+            .fold(0, |seen, layer| seen | layer.found_mut(scratch));
         let verdict = match self.layers.last_mut() {
             Some(newest) => newest.check_and_insert_scratch(seen, scratch),
             None => Verdict::New(Matches::new(seen, 0)),
@@ -280,7 +280,7 @@ impl GrowingSimilarityFilter {
         self.layers[0].hash_features(url, &mut scratch);
         let seen = self.seen_in_older(&mut scratch);
         match self.layers.last() {
-            Some(newest) => newest.decide_hashed(seen, &mut scratch),
+            Some(newest) => newest.verdict(newest.found(&mut scratch) | seen),
             None => Verdict::New(Matches::new(seen, 0)),
         }
     }
@@ -290,9 +290,9 @@ impl GrowingSimilarityFilter {
     /// as a mask.
     fn seen_in_older(&self, scratch: &mut Scratch) -> u64 {
         let older = &self.layers[..self.layers.len().saturating_sub(1)];
-        older.iter().fold(0, |seen, layer| {
-            seen | layer.decide_hashed(0, scratch).matches().mask()
-        })
+        older
+            .iter()
+            .fold(0, |seen, layer| seen | layer.found(scratch))
     }
 
     /// Adds a layer once the newest has recorded the URLs it was sized for.

@@ -31,11 +31,6 @@ impl Matches {
         }
     }
 
-    /// Bit `i` set when feature `i` matched.
-    pub(crate) fn mask(&self) -> u64 {
-        self.mask
-    }
-
     /// Whether feature `index` matched.
     ///
     /// # Examples
