@@ -614,7 +614,12 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// # Examples
     ///
     /// ```
-    /// let mut f = url_dedup_segmented::GrowingFilter::builder().expected_items(10).build()?;
+    /// // At one in a billion, 1,000 new URLs are all admitted (at the default 10^-3, about one
+    /// // run in six would take one of them for seen).
+    /// let mut f = url_dedup_segmented::GrowingFilter::builder()
+    ///     .expected_items(10)
+    ///     .false_positive_rate(1e-9)
+    ///     .build()?;
     /// for i in 0..1_000 {
     ///     assert!(f.check_and_insert_mut(format!("https://example.com/{i}")));
     /// }
