@@ -198,10 +198,38 @@ impl Sizing {
                 "block size must be at least one bit",
             ));
         }
-        let max_hashes = MAX_HASHES.min(block_bits.min(u64::from(u32::MAX)) as u32);
         Self::grow_until(items, fpr, block_bits, |bits_per_item| {
-            best_hashes(block_bits, bits_per_item, max_hashes)
+            best_blocked_hashes(block_bits, bits_per_item)
         })
+    }
+
+    /// Whether [`Sizing::blocked`] for these inputs is at most `max_bits` bits, from one
+    /// rate instead of a search: the rate at the largest size of the search's steps that fits
+    /// in `max_bits` (the best rate only falls as the size grows, so the search's answer fits
+    /// exactly when that size meets the target). `false` where [`Sizing::blocked`] fails.
+    ///
+    /// For choosing among block sizes by what each costs in bits, as a growing filter picks
+    /// its segment size, without sizing each one in full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_bloom::sizing::Sizing;
+    ///
+    /// let bits = Sizing::blocked(1_000_000, 1e-9, 2048)?.bits;
+    /// assert!(Sizing::blocked_fits(1_000_000, 1e-9, 2048, bits));
+    /// assert!(!Sizing::blocked_fits(1_000_000, 1e-9, 2048, bits - 2048));
+    /// # Ok::<(), url_dedup_bloom::Error>(())
+    /// ```
+    pub fn blocked_fits(items: u64, fpr: f64, block_bits: u64, max_bits: u64) -> bool {
+        let (Ok(sizes), Some(_)) = (size_steps(items, fpr), block_bits.checked_sub(1)) else {
+            return false;
+        };
+        let n = items as f64;
+        sizes
+            .iter()
+            .rposition(|&b| whole_blocks(b, n, block_bits).is_some_and(|bits| bits <= max_bits))
+            .is_some_and(|step| best_blocked_hashes(block_bits, sizes[step]).1 <= fpr)
     }
 
     /// Sizing for a *split-block* filter: each block of `block_bits` bits is cut into `hashes`
@@ -261,15 +289,7 @@ impl Sizing {
         const NO_SIZE: Error = Error::InvalidParameters(
             "no blocked filter of this block size reaches the requested false-positive rate",
         );
-        let classic = Self::classic(items, fpr)?;
-        let n = items as f64;
-        // 400 steps of 1% is a factor of ~53: far more than any sane block size needs. Giving up
-        // with an error beats searching forever on a block too small for the target. Sizes
-        // are grown by repeated multiplication, as every published size was computed.
-        let sizes: Vec<f64> =
-            std::iter::successors(Some(classic.bits as f64 / n), |b| Some(b * 1.01))
-                .take(400)
-                .collect();
+        let sizes = size_steps(items, fpr)?;
         let meets = |step: usize| {
             let (hashes, rate) = best(sizes[step]);
             (rate <= fpr).then_some(hashes)
@@ -298,16 +318,8 @@ impl Sizing {
                 }
             }
         }
-        let raw = (sizes[step] * n).ceil();
-        let blocks = (raw / block_bits as f64).ceil().max(1.0);
-        let bits = blocks * block_bits as f64;
-        if !bits.is_finite() || bits >= u64::MAX as f64 {
-            return Err(NO_SIZE);
-        }
-        Ok(Self {
-            bits: bits as u64,
-            hashes,
-        })
+        let bits = whole_blocks(sizes[step], items as f64, block_bits).ok_or(NO_SIZE)?;
+        Ok(Self { bits, hashes })
     }
 
     /// The expected false-positive rate of a classic filter of this size after `items` distinct
@@ -640,6 +652,35 @@ pub fn estimate_items(bits: u64, hashes: u32, ones: u64) -> f64 {
     -(m / f64::from(hashes.max(1))) * (1.0 - ones as f64 / m).ln()
 }
 
+/// The sizes a blocked or split sizing tries, in bits per item: the classic size for `items`
+/// at `fpr`, grown by 1% steps. 400 steps is a factor of ~53, far more than any sane block
+/// size needs; giving up with an error beats searching forever on a block too small for the
+/// target. Sizes are grown by repeated multiplication, as every published size was computed.
+fn size_steps(items: u64, fpr: f64) -> Result<Vec<f64>, Error> {
+    let classic = Sizing::classic(items, fpr)?;
+    Ok(
+        std::iter::successors(Some(classic.bits as f64 / items as f64), |b| Some(b * 1.01))
+            .take(400)
+            .collect(),
+    )
+}
+
+/// `bits_per_item` for `n` items, rounded up to whole blocks of `block_bits` bits (at least
+/// one); `None` past `u64`.
+fn whole_blocks(bits_per_item: f64, n: f64, block_bits: u64) -> Option<u64> {
+    let raw = (bits_per_item * n).ceil();
+    let blocks = (raw / block_bits as f64).ceil().max(1.0);
+    let bits = blocks * block_bits as f64;
+    (bits.is_finite() && bits < u64::MAX as f64).then_some(bits as u64)
+}
+
+/// [`best_hashes`] for a blocked filter: up to [`MAX_HASHES`] bits, and no more than the
+/// block has.
+fn best_blocked_hashes(block_bits: u64, bits_per_item: f64) -> (u32, f64) {
+    let max_hashes = MAX_HASHES.min(block_bits.min(u64::from(u32::MAX)) as u32);
+    best_hashes(block_bits, bits_per_item, max_hashes)
+}
+
 /// The `k` with the lowest blocked false-positive rate at `bits_per_item`, and that rate.
 ///
 /// The rate is unimodal in `k` (too few bits per item, then too full a block), so the search
@@ -718,6 +759,41 @@ mod tests {
             bits_per_item *= 1.01;
         }
         None
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// One rate answers as the whole search does: a blocked filter fits in `max_bits`
+        /// exactly when the searched size does, for limits around that size (a block less, the
+        /// size itself, a block more) and far from it.
+        #[test]
+        fn one_rate_tells_whether_the_searched_size_fits(
+            exponent in 1.0f64..12.0,
+            block_bits in proptest::sample::select(vec![64u64, 512, 1024, 2048, 4096]),
+            items in proptest::sample::select(vec![1u64, 1_000, 1_000_000, 1_000_000_000]),
+            blocks_off in -3i64..=3,
+            scale in proptest::sample::select(vec![0.5f64, 1.0, 1.25, 4.0]),
+        ) {
+            let fpr = 10f64.powf(-exponent);
+            let searched = Sizing::blocked(items, fpr, block_bits).ok().map(|s| s.bits);
+            let around = searched.unwrap_or(items.saturating_mul(block_bits)) as f64 * scale;
+            let max_bits = (around as i64).saturating_add(blocks_off * block_bits as i64).max(0) as u64;
+            proptest::prop_assert_eq!(
+                Sizing::blocked_fits(items, fpr, block_bits, max_bits),
+                searched.is_some_and(|bits| bits <= max_bits),
+                "{} items at {} in {}-bit blocks, at most {} bits (searched: {:?})",
+                items, fpr, block_bits, max_bits, searched
+            );
+        }
+    }
+
+    #[test]
+    fn blocks_too_small_for_the_rate_never_fit() {
+        // 16-bit blocks cannot reach 10^-6 at any size the search tries.
+        assert!(Sizing::blocked(1_000, 1e-6, 16).is_err());
+        assert!(!Sizing::blocked_fits(1_000, 1e-6, 16, u64::MAX));
+        assert!(!Sizing::blocked_fits(1_000, 0.01, 0, u64::MAX));
     }
 
     #[test]
