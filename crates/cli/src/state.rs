@@ -131,10 +131,28 @@ impl State {
         Ok(())
     }
 
-    /// The run is complete: saves the state whole and empties the journal.
+    /// The run is complete: saves the state whole and empties the journal. Call only after
+    /// the output was flushed.
+    ///
+    /// The keys since the last checkpoint go to the journal first: if the whole save fails (a
+    /// full disk), the journal still holds every key this run decided, and the next run
+    /// replays it instead of printing them again. The journal's block is smaller than the
+    /// state, so it may fit where the state did not.
     pub(crate) fn finish(mut self, dedup: &UrlDedup) -> Result<(), String> {
-        self.pending.clear();
-        self.save(dedup)
+        let journaled = self.journal.append(&mut self.pending);
+        let journal = suffixed(&self.path, ".journal");
+        match (self.save(dedup), journaled) {
+            (Ok(()), _) => Ok(()),
+            (Err(e), Ok(())) => Err(format!(
+                "{e}; every URL this run decided is in {}, which the next run replays",
+                journal.display()
+            )),
+            (Err(e), Err(j)) => Err(format!(
+                "{e}; nor could {} take the last keys ({j}): the next run will print again \
+                 what this one printed since its last checkpoint",
+                journal.display()
+            )),
+        }
     }
 
     /// The output was closed early (`| head`): what this run printed may not have been read,
@@ -289,6 +307,40 @@ fn sync_parent(path: &Path) {
         };
         if let Ok(dir) = File::open(dir) {
             let _ = dir.sync_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run whose final save fails (a full disk; here the temporary file's name is taken by
+    /// a directory) keeps every URL it decided in the journal, and the next run replays them:
+    /// none is printed again.
+    #[test]
+    fn a_failed_final_save_leaves_the_runs_urls_to_the_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seen.udd");
+        let builder = || UrlDedup::builder().expected_urls(1_000);
+        let urls = ["https://a.example/", "https://b.example/x?id=1"];
+
+        // No checkpoint: the keys are still pending when the run ends.
+        let (mut state, dedup) = State::open(&path, builder(), None).unwrap();
+        for url in urls {
+            assert!(dedup.check_and_insert(url).unwrap().is_new());
+            state.record(dedup.canonicalize(url).unwrap().as_bytes());
+        }
+        let blocker = suffixed(&path, &format!(".tmp.{}", std::process::id()));
+        fs::create_dir(&blocker).unwrap();
+        let error = state.finish(&dedup).unwrap_err();
+        assert!(error.contains("cannot save state file"), "{error}");
+        assert!(error.contains("the next run replays"), "{error}");
+        fs::remove_dir(&blocker).unwrap();
+
+        let (_, next) = State::open(&path, builder(), None).unwrap();
+        for url in urls {
+            assert!(next.contains(url).unwrap(), "{url} would be printed again");
         }
     }
 }
