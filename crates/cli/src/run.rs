@@ -49,6 +49,16 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         }
         None => (None, builder.build().map_err(build_failure)?),
     };
+    if let (Some(url), Some(true)) = (&args.redis, dedup.created_shared_filter()) {
+        // A run after others that finds no filter is looking at a Redis that lost it (a
+        // restart without persistence): every URL is new again, which must not go unsaid.
+        eprintln!(
+            "url-dedup: created the shared filter `{}` at {url}, empty: if earlier runs used \
+             it, Redis has lost what they saw (restarted without persistence?) and their URLs \
+             are printed again",
+            args.redis_prefix
+        );
+    }
 
     let stdout = io::stdout();
     let mut emit = Emitter {

@@ -222,30 +222,38 @@ fn exit_codes() {
 
 #[test]
 fn runs_sharing_redis_print_each_url_once() {
-    let Some(server) = url_dedup_redis::testing::RedisServer::start_or_skip("cli --redis") else {
+    let Some(mut server) = url_dedup_redis::testing::RedisServer::start_or_skip("cli --redis")
+    else {
         return;
     };
-    let run = |input: &str| {
+    // Stdout, and whether stderr said the run created the shared filter.
+    let run = |url: &str, input: &str| {
         let out = url_dedup()
             .arg("--redis")
-            .arg(server.url())
+            .arg(url)
             .arg("-n")
             .arg("10000")
             .write_stdin(input.to_owned())
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
-        stdout_lines(&out)
+        let created = String::from_utf8_lossy(&out.stderr).contains("created the shared filter");
+        (stdout_lines(&out), created)
     };
-    assert_eq!(
-        run("https://a.example/\nhttps://b.example/\n"),
-        ["https://a.example/", "https://b.example/"]
-    );
-    // A second "machine": only what the first did not print.
-    assert_eq!(
-        run("https://B.example/\nhttps://c.example/\n"),
-        ["https://c.example/"]
-    );
+    let url = server.url();
+    let (first, created) = run(&url, "https://a.example/\nhttps://b.example/\n");
+    assert_eq!(first, ["https://a.example/", "https://b.example/"]);
+    assert!(created, "the first run creates the filter, and says so");
+    // A second "machine": only what the first did not print, and nothing to say.
+    let (second, created) = run(&url, "https://B.example/\nhttps://c.example/\n");
+    assert_eq!(second, ["https://c.example/"]);
+    assert!(!created);
+    // Redis restarts without persistence between runs: the next run finds no filter, prints
+    // every URL again, and says why.
+    server.restart().unwrap();
+    let (third, created) = run(&url, "https://a.example/\n");
+    assert_eq!(third, ["https://a.example/"]);
+    assert!(created, "a run that finds Redis emptied must say so");
 
     let out = url_dedup()
         .arg("--redis")

@@ -659,6 +659,8 @@ pub struct RedisSegmentStore {
     verified: AtomicU64,
     /// The data key the next verification reads (they take turns).
     verify_turn: AtomicU64,
+    /// Whether this handle created the filter (its generation is the one it proposed).
+    created: bool,
 }
 
 impl std::fmt::Debug for RedisSegmentStore {
@@ -850,7 +852,10 @@ impl RedisSegmentStore {
         })?;
         let stored = Meta::parse(&meta_key, &stored, Some(key))?;
         wanted.check_against(&stored)?;
-        let store = Self::unopened(deployment, options, stored);
+        // Generations are random: the stored one is ours only if this call wrote it.
+        let created = stored.generation == wanted.generation;
+        let mut store = Self::unopened(deployment, options, stored);
+        store.created = created;
         store.with_key("open filter", &store.meta_key.clone(), |_| Ok(()))?;
         Ok(store)
     }
@@ -1158,7 +1163,34 @@ impl RedisSegmentStore {
             opened: Instant::now(),
             verified: AtomicU64::new(0),
             verify_turn: AtomicU64::new(0),
+            created: false,
         }
+    }
+
+    /// Whether this handle created the filter in Redis, rather than finding it there: of
+    /// processes opening the same prefix at once, exactly one gets `true`. A caller that
+    /// expected to find earlier data (a second run of a job) and gets `true` is looking at a
+    /// Redis that lost it: a restart without persistence, a `FLUSHALL`, another server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("created example") else { return Ok(()) };
+    /// use url_dedup_bloom::{SipHash13, ItemHasher};
+    /// use url_dedup_redis::{RedisSegmentStore, StoreOptions};
+    ///
+    /// let layout = RedisSegmentStore::layout_for(1_000, 0.01)?;
+    /// let key = SipHash13::random().key();
+    /// let first = RedisSegmentStore::create::<SipHash13>(&server.url(), StoreOptions::new("c"), layout, key, 1_000)?;
+    /// let second = RedisSegmentStore::create::<SipHash13>(&server.url(), StoreOptions::new("c"), layout, key, 1_000)?;
+    /// let joined = RedisSegmentStore::join::<SipHash13>(&server.url(), StoreOptions::new("c"))?;
+    /// assert!(first.created());
+    /// assert!(!second.created() && !joined.store().created());
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn created(&self) -> bool {
+        self.created
     }
 
     /// The filter's generation: random, chosen when it was created, the same for every

@@ -1182,6 +1182,31 @@ impl UrlDedup {
         Vec::new()
     }
 
+    /// With [`Builder::redis`]: `Some(true)` when building this deduplicator created the
+    /// shared filter in Redis, `Some(false)` when it found one there (another process's, or an
+    /// earlier run's); `None` for filters in memory. A job that ran before and finds `true`
+    /// is looking at a Redis that lost its data between runs (a restart without persistence,
+    /// a `FLUSHALL`), and will admit every URL again: the `url-dedup` command says so.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::UrlDedup;
+    ///
+    /// assert_eq!(UrlDedup::builder().build()?.created_shared_filter(), None);
+    /// # #[cfg(feature = "redis")] {
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("facade created example") else { return Ok(()) };
+    /// let open = || UrlDedup::builder().redis(&server.url(), "jobs").build();
+    /// assert_eq!(open()?.created_shared_filter(), Some(true));
+    /// assert_eq!(open()?.created_shared_filter(), Some(false));
+    /// # }
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    pub fn created_shared_filter(&self) -> Option<bool> {
+        self.exact.created_in_redis()
+    }
+
     /// The number of distinct URLs the filters were sized for.
     ///
     /// # Examples

@@ -274,6 +274,15 @@ impl Exact {
         }
     }
 
+    /// Whether opening the shared filter created it in Redis; `None` for filters in memory.
+    pub(crate) fn created_in_redis(&self) -> Option<bool> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(f) => Some(f.store().created()),
+            _ => None,
+        }
+    }
+
     pub(crate) fn is_over_capacity(&self) -> bool {
         match self {
             Self::Classic(f) => f.is_over_capacity(),
