@@ -360,6 +360,15 @@ impl PyUrlDedup {
         self.inner.is_over_capacity()
     }
 
+    /// With `redis`: True when opening this deduplicator created the shared filter in
+    /// Redis, False when it found one there; None for a filter in memory. True for a job that
+    /// ran before means Redis lost its data (a restart without persistence): every URL is new
+    /// again.
+    #[getter]
+    fn created_shared_filter(&self) -> Option<bool> {
+        self.inner.created_shared_filter()
+    }
+
     /// The canonicalization convention's name, or None when keys are compared byte for byte.
     #[getter]
     fn canonicalization(&self) -> Option<&'static str> {

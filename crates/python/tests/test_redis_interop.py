@@ -137,3 +137,25 @@ def test_scrapy_and_the_url_dedup_command_share_one_filter(site, redis_url):
     assert proc.returncode == 0, err.decode()
     printed = {site.page_of(line[len(site.base):]) for line in out.decode().splitlines()}
     assert printed == site.pages() - crawled
+
+
+def test_a_shared_filter_says_who_created_it(redis_url, redis_server, caplog):
+    from url_dedup import UrlDedup
+    from url_dedup.scrapy import RedisDupeFilter
+
+    assert UrlDedup().created_shared_filter is None
+    assert UrlDedup(redis=redis_url, redis_prefix="made").created_shared_filter is True
+    assert UrlDedup(redis=redis_url, redis_prefix="made").created_shared_filter is False
+
+    # A persisted Scrapy crawl whose Redis lost its data between runs says so.
+    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
+        RedisDupeFilter(redis_url, "crawl")
+    assert "Created the shared filter crawl" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
+        RedisDupeFilter(redis_url, "crawl")
+    assert caplog.text == ""
+    redis_server.client().flushall()
+    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
+        RedisDupeFilter(redis_url, "crawl")
+    assert "Created the shared filter crawl" in caplog.text

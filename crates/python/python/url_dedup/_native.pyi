@@ -193,6 +193,11 @@ class UrlDedup:
     def is_over_capacity(self) -> bool:
         """Whether a fixed-size filter holds more URLs than it was sized for."""
     @property
+    def created_shared_filter(self) -> bool | None:
+        """With ``redis``: True when opening this deduplicator created the shared filter,
+        False when it found one there; None in memory. True for a job that ran before means
+        Redis lost its data (a restart without persistence): every URL is new again."""
+    @property
     def canonicalization(self) -> str | None:
         """The convention's name, or None when keys are compared byte for byte."""
     @property

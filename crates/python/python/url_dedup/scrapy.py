@@ -318,6 +318,15 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         self.debug = debug
         self.dedup = UrlDedup(redis=redis_url, redis_prefix=prefix, **options)
         self._server: Any = None
+        if self.dedup.created_shared_filter:
+            # A persisted crawl that finds no filter is looking at a Redis that lost it: every
+            # request is new again, which must not go unsaid.
+            self.logger.warning(
+                "Created the shared filter %(prefix)s in %(redis)s, empty: if an earlier run "
+                "used it, Redis has lost what it saw (restarted without persistence?) and its "
+                "requests will be fetched again",
+                {"prefix": prefix, "redis": redis_url},
+            )
 
     @classmethod
     def from_spider(cls, spider: Spider) -> RedisDupeFilter:
