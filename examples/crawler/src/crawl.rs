@@ -439,9 +439,26 @@ pub(crate) async fn run(
         shared.hand_out(&mut state);
     } else if let (Some(q), Some(settings)) = (shared.shared_queue(), &sharing) {
         q.join().await?;
-        monitor
-            .logger
-            .info(&format!("joined crawl {}", settings.name));
+        let logger = &monitor.logger;
+        match q.arrival() {
+            shared_queue::Arrival::Joined => {
+                logger.info(&format!("joined crawl {}", settings.name))
+            }
+            shared_queue::Arrival::Started => {
+                logger.info(&format!("started crawl {}", settings.name));
+            }
+            shared_queue::Arrival::LostEarlierRun => {
+                logger
+                    .warn(&format!(
+                        "crawl {} is not in Redis, but {} holds an earlier run of it: Redis \
+                         lost the crawl (restarted without persistence?), which starts again \
+                         from the seeds and fetches its pages again",
+                        settings.name,
+                        shared.config.out.display()
+                    ))
+                    .await;
+            }
+        }
         // Every process offers the seeds: the shared done set lets exactly one queue each.
         shared.offer(seeds);
         tasks.push(tokio::spawn(shared_queue::commit(shared.clone())));

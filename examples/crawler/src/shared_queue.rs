@@ -28,7 +28,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -155,6 +155,9 @@ pub(crate) struct SharedQueue {
     admitted: Record,
     /// Redis's command count and the pages acknowledged crawl-wide when this process joined.
     baseline: Mutex<Option<(u64, u64)>>,
+    /// Whether this process started the crawl in Redis (drew its key), and whether the
+    /// output directory holds an earlier run of it all the same.
+    arrival: Arrival,
     /// Calls this process made to Redis (frontier scripts, done-set batches, its own keys,
     /// memberships), each one round trip.
     calls: AtomicU64,
@@ -186,7 +189,25 @@ pub(crate) async fn raise_stop(redis: &str, name: &str) -> Result<(), CrawlError
     Ok(())
 }
 
+/// How a process came to a shared crawl.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// The crawl was not in Redis: this process started it.
+    Started,
+    /// Another process started it.
+    Joined,
+    /// The crawl was not in Redis, yet the output directory holds an earlier run of it:
+    /// Redis lost it between runs (a restart without persistence), and it starts again from
+    /// the seeds.
+    LostEarlierRun,
+}
+
 impl SharedQueue {
+    /// How this process came to the crawl.
+    pub(crate) fn arrival(&self) -> Arrival {
+        self.arrival
+    }
+
     /// Connects to the shared crawl `settings.name` (creating it if this is its first process)
     /// and registers this process, not yet as a member.
     pub(crate) async fn open(
@@ -197,7 +218,7 @@ impl SharedQueue {
         let ns = Namespace::new(&settings.name)?;
         let mut conn = connect(&settings.redis).await?;
         let me = WorkerId::random("crawler");
-        let key = crawl_key(&mut conn, &ns, None).await?;
+        let (key, started) = crawl_key(&mut conn, &ns, None).await?;
         let build = StoreBuild {
             link: link.clone(),
             name: settings.name.clone(),
@@ -228,6 +249,7 @@ impl SharedQueue {
             .nodes([NodeId(0)])
             .build()?;
         let out = &config.out;
+        let lost_earlier_run = crawled_here_before(out, &settings.name)? && started;
         let warc = format!("crawl-{me}.warc");
         let records = Records::open(out, config.warc.then_some((warc.as_str(), 0)), &software())?;
         let (commits, inbox) = mpsc::unbounded_channel();
@@ -264,6 +286,11 @@ impl SharedQueue {
             commits: Mutex::new(Some(commits)),
             inbox: Mutex::new(Some(inbox)),
             baseline: Mutex::new(None),
+            arrival: match (started, lost_earlier_run) {
+                (_, true) => Arrival::LostEarlierRun,
+                (true, false) => Arrival::Started,
+                (false, false) => Arrival::Joined,
+            },
             calls: AtomicU64::new(0),
             finished: std::sync::atomic::AtomicBool::new(false),
             lease_ttl: settings.lease,
@@ -331,7 +358,7 @@ impl SharedQueue {
             .await;
         let mut conn = self.conn.clone();
         let ns = Namespace::new(&self.name)?;
-        crawl_key(&mut conn, &ns, Some(self.key)).await?;
+        let _ = crawl_key(&mut conn, &ns, Some(self.key)).await?;
         let store = self.build.store().await?;
         *self.store.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(store);
         self.resets.fetch_add(1, Ordering::SeqCst);
@@ -1114,7 +1141,7 @@ async fn crawl_key(
     conn: &mut Connection,
     ns: &Namespace,
     keep: Option<HashKey>,
-) -> Result<HashKey, CrawlError> {
+) -> Result<(HashKey, bool), CrawlError> {
     let name = ns.key("hash-key");
     let fresh: String = keep
         .unwrap_or_else(HashKey::random)
@@ -1137,8 +1164,24 @@ async fn crawl_key(
     for (i, b) in bytes.iter_mut().enumerate() {
         *b = u8::from_str_radix(&stored[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
     }
-    Ok(HashKey::from_bytes(bytes))
+    // Keys are random: the stored one is this process's only if its `SET NX` took.
+    Ok((HashKey::from_bytes(bytes), stored == fresh))
 }
+
+/// Whether `out` holds an earlier run of the shared crawl `name` (its name in
+/// [`SHARED_CRAWL_FILE`]), and records that it now does. Another crawl's earlier run in the
+/// same directory does not count.
+fn crawled_here_before(out: &Path, name: &str) -> Result<bool, CrawlError> {
+    let path = out.join(SHARED_CRAWL_FILE);
+    let before = std::fs::read_to_string(&path).is_ok_and(|s| s.trim_end() == name);
+    if !before {
+        std::fs::write(&path, format!("{name}\n")).map_err(CrawlError::io("writing", &path))?;
+    }
+    Ok(before)
+}
+
+/// The file of an output directory that names the shared crawl whose processes wrote there.
+const SHARED_CRAWL_FILE: &str = "shared-crawl.txt";
 
 /// A tab-separated record this process keeps in its output directory.
 struct Record {

@@ -702,6 +702,45 @@ fn a_redis_that_lost_the_crawl_stops_it_or_it_goes_on_from_the_seeds_when_asked(
     );
 }
 
+/// A Redis emptied between two runs of a crawl (a restart without persistence, while no
+/// process was connected): the next run finds no crawl, starts it again from the seeds and
+/// fetches every page again, and says why instead of taking it for a first run.
+#[test]
+fn a_crawl_that_redis_lost_between_runs_says_so() {
+    let Some(redis) = RedisServer::start_or_skip("a_crawl_that_redis_lost_between_runs") else {
+        return;
+    };
+    const PAGES: usize = 20;
+    let site = tree_site(PAGES, Duration::ZERO);
+    let seed = site.url("/p/0");
+    let out = tempfile::tempdir().unwrap();
+    let run = || {
+        let output = spawn(out.path(), &redis.url(), "lost", &seed, &[])
+            .wait_with_output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        stderr
+    };
+    let said = |stderr: &str| stderr.contains("Redis lost the crawl");
+    let first = run();
+    assert!(!said(&first), "a first run is no loss: {first}");
+    assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
+    // Redis still holds the crawl: a second run fetches nothing and has nothing to say.
+    let second = run();
+    assert!(!said(&second), "{second}");
+    assert_eq!(page_hits(&site, PAGES), vec![1; PAGES]);
+
+    flush_all(&redis.url());
+    let third = run();
+    assert!(said(&third), "{third}");
+    assert_eq!(
+        page_hits(&site, PAGES),
+        vec![2; PAGES],
+        "fetched again, from the seeds"
+    );
+}
+
 /// A host's `Crawl-delay` holds for every process of a shared crawl: two processes with four
 /// request slots per host each still space their requests to it by the delay.
 #[test]
