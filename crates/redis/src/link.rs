@@ -444,6 +444,11 @@ fn cluster_client(seeds: Vec<ConnectionInfo>, backoff: &Backoff) -> Result<Clust
 /// Whether a retry on a fresh connection may succeed: the connection broke or timed out, the
 /// server is still loading its data after a restart, or a cluster is between two states (a
 /// slot in migration, a failover under way).
+///
+/// `NOSCRIPT` too: a script call loads its script once when the server does not know it, and
+/// a master promoted by a failover between that load and the call answers `NOSCRIPT` again
+/// (a crawl on a cluster whose masters came and went stopped on it). The script did not run,
+/// so calling again, which loads it on the new master, is safe.
 pub(crate) fn is_transient(e: &RedisError) -> bool {
     // Not `MOVED` or `ASK`: those are followed where they are met, never retried as they are.
     e.is_io_error()
@@ -453,6 +458,38 @@ pub(crate) fn is_transient(e: &RedisError) -> bool {
         || e.is_timeout()
         || matches!(
             e.code(),
-            Some("LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "CLUSTERDOWN")
+            Some("LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "CLUSTERDOWN" | "NOSCRIPT")
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::RedisServer;
+
+    /// A script call on a server that does not know the script (a master promoted by a
+    /// failover) fails with `NOSCRIPT`: retried, not given up on; a plain error is not.
+    #[test]
+    fn a_script_unknown_to_the_server_is_worth_a_retry() {
+        let Some(server) = RedisServer::start_or_skip("a_script_unknown_to_the_server") else {
+            return;
+        };
+        let mut conn = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let unknown: RedisError = redis::cmd("EVALSHA")
+            .arg("0123456789abcdef0123456789abcdef01234567")
+            .arg(0)
+            .query::<()>(&mut conn)
+            .unwrap_err();
+        assert_eq!(unknown.code(), Some("NOSCRIPT"));
+        assert!(is_transient(&unknown));
+        let wrong: RedisError = redis::cmd("INCR")
+            .arg("not-a-number")
+            .arg("extra")
+            .query::<()>(&mut conn)
+            .unwrap_err();
+        assert!(!is_transient(&wrong), "{wrong}");
+    }
 }
