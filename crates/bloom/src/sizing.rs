@@ -222,9 +222,12 @@ impl Sizing {
     /// # Ok::<(), url_dedup_bloom::Error>(())
     /// ```
     pub fn blocked_fits(items: u64, fpr: f64, block_bits: u64, max_bits: u64) -> bool {
-        let (Ok(sizes), Some(_)) = (size_steps(items, fpr), block_bits.checked_sub(1)) else {
+        let Ok(sizes) = size_steps(items, fpr) else {
             return false;
         };
+        if block_bits == 0 {
+            return false;
+        }
         let n = items as f64;
         sizes
             .iter()

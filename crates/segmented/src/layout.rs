@@ -4,8 +4,6 @@
 //! the in-memory one here, a Redis store on another machine — sets exactly the same bits for
 //! the same item.
 
-use std::cell::Cell;
-
 use url_dedup_bloom::hash::{Digest, mix64, reduce};
 use url_dedup_bloom::sizing::{
     MAX_HASHES, MIN_LANE_BITS, Sizing, blocked_false_positive_rate, split_false_positive_rate,
@@ -323,28 +321,20 @@ impl Layout {
         // The ratio of sizes does not depend on the count; a million items keeps the search
         // fast.
         const ITEMS: u64 = 1_000_000;
-        thread_local! {
-            /// The last rate (as bits) asked on this thread and its answer: a thread that
-            /// builds many filters at one rate (a filter per site) answers it once.
-            static LAST: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-        }
-        let (last_rate, last_bits) = LAST.get();
-        if last_bits != 0 && last_rate == fpr.to_bits() {
-            return last_bits;
-        }
-        let Ok(classic) = Sizing::classic(ITEMS, fpr) else {
-            return DEFAULT_SEGMENT_BITS;
-        };
-        // One rate per candidate, not a sizing: whether the candidate's size fits is all
-        // that is asked (a growing filter at a new rate of 10^-9 took 1.5 ms to build when
-        // each candidate was sized in full).
-        let max_bits = (1.25 * classic.bits as f64) as u64;
-        let bits = [512, 1024, 2048]
-            .into_iter()
-            .find(|&bits| Sizing::blocked_fits(ITEMS, fpr, bits, max_bits))
-            .unwrap_or(4096);
-        LAST.set((fpr.to_bits(), bits));
-        bits
+        // A thread that builds many filters at one rate (a filter per site) answers it once.
+        recent_layouts::compact_segment_bits(fpr, || {
+            let Ok(classic) = Sizing::classic(ITEMS, fpr) else {
+                return DEFAULT_SEGMENT_BITS;
+            };
+            // One rate per candidate, not a sizing: whether the candidate's size fits is all
+            // that is asked (a growing filter at a new rate of 10^-9 took 1.5 ms to build when
+            // each candidate was sized in full).
+            let max_bits = (1.25 * classic.bits as f64) as u64;
+            [512, 1024, 2048]
+                .into_iter()
+                .find(|&bits| Sizing::blocked_fits(ITEMS, fpr, bits, max_bits))
+                .unwrap_or(4096)
+        })
     }
 
     /// Folds `f` over a probe's bit offsets: the offsets of [`offsets`](Self::offsets), in
@@ -600,14 +590,15 @@ impl Layout {
     }
 }
 
-/// The layouts [`Layout::for_items_with`] sized last on this thread.
+/// The layouts [`Layout::for_items_with`] sized last on this thread, and the last answer of
+/// [`Layout::compact_segment_bits`].
 ///
 /// Sizing searches the blocked or split model's rate over bit counts and hash counts, about a
 /// tenth of a millisecond; filling a filter of 10,000 items takes a few tenths. A partitioned
 /// filter builds thousands of shards of one size, and a small filter would spend a third of
 /// its life being sized: the answer for the same request is the same, so it is kept.
 mod recent_layouts {
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
 
     use super::{Layout, Placement};
 
@@ -636,6 +627,25 @@ mod recent_layouts {
             recent.insert(0, (request, layout));
             recent.truncate(KEPT);
         });
+    }
+
+    thread_local! {
+        /// The last rate (as bits) whose compact segment size was asked, and that size (0:
+        /// none yet).
+        static COMPACT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+
+    /// The compact segment size at `fpr`: the last answer when the rate is the last one
+    /// asked, else `choose`'s, remembered.
+    pub(super) fn compact_segment_bits(fpr: f64, choose: impl FnOnce() -> u64) -> u64 {
+        match COMPACT.get() {
+            (rate, bits) if bits != 0 && rate == fpr.to_bits() => bits,
+            _ => {
+                let bits = choose();
+                COMPACT.set((fpr.to_bits(), bits));
+                bits
+            }
+        }
     }
 }
 
