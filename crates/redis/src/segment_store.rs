@@ -854,8 +854,7 @@ impl RedisSegmentStore {
         wanted.check_against(&stored)?;
         // Generations are random: the stored one is ours only if this call wrote it.
         let created = stored.generation == wanted.generation;
-        let mut store = Self::unopened(deployment, options, stored);
-        store.created = created;
+        let store = Self::unopened(deployment, options, stored, created);
         store.with_key("open filter", &store.meta_key.clone(), |_| Ok(()))?;
         Ok(store)
     }
@@ -1105,7 +1104,7 @@ impl RedisSegmentStore {
         let hasher = H::from_key(meta.key);
         let mut options = options;
         options.cluster_tags = meta.key_tags;
-        let store = Self::unopened(deployment, options, meta);
+        let store = Self::unopened(deployment, options, meta, false);
         store.with_key("open filter", &store.meta_key.clone(), |_| Ok(()))?;
         Ok(SegmentedBloomFilter::with_store(store, hasher, expected))
     }
@@ -1123,7 +1122,9 @@ impl RedisSegmentStore {
         Ok(())
     }
 
-    fn unopened(deployment: Deployment, options: StoreOptions, meta: Meta) -> Self {
+    /// A store over `meta`, not yet checked against Redis; `created` when this handle wrote
+    /// the metadata.
+    fn unopened(deployment: Deployment, options: StoreOptions, meta: Meta, created: bool) -> Self {
         let pool = (0..options.connections.max(1))
             .map(|_| Mutex::new(Vec::new()))
             .collect();
@@ -1163,7 +1164,7 @@ impl RedisSegmentStore {
             opened: Instant::now(),
             verified: AtomicU64::new(0),
             verify_turn: AtomicU64::new(0),
-            created: false,
+            created,
         }
     }
 
