@@ -155,8 +155,8 @@ pub(crate) struct SharedQueue {
     admitted: Record,
     /// Redis's command count and the pages acknowledged crawl-wide when this process joined.
     baseline: Mutex<Option<(u64, u64)>>,
-    /// Whether this process started the crawl in Redis (drew its key), and whether the
-    /// output directory holds an earlier run of it all the same.
+    /// Whether this process started the crawl in Redis (drew its key) or joined it, and
+    /// whether the output directory holds an earlier run of a crawl it started.
     arrival: Arrival,
     /// Calls this process made to Redis (frontier scripts, done-set batches, its own keys,
     /// memberships), each one round trip.
@@ -249,7 +249,11 @@ impl SharedQueue {
             .nodes([NodeId(0)])
             .build()?;
         let out = &config.out;
-        let lost_earlier_run = crawled_here_before(out, &settings.name)? && started;
+        let arrival = match (started, name_crawl_in(out, &settings.name)?) {
+            (false, _) => Arrival::Joined,
+            (true, false) => Arrival::Started,
+            (true, true) => Arrival::LostEarlierRun,
+        };
         let warc = format!("crawl-{me}.warc");
         let records = Records::open(out, config.warc.then_some((warc.as_str(), 0)), &software())?;
         let (commits, inbox) = mpsc::unbounded_channel();
@@ -286,11 +290,7 @@ impl SharedQueue {
             commits: Mutex::new(Some(commits)),
             inbox: Mutex::new(Some(inbox)),
             baseline: Mutex::new(None),
-            arrival: match (started, lost_earlier_run) {
-                (_, true) => Arrival::LostEarlierRun,
-                (true, false) => Arrival::Started,
-                (false, false) => Arrival::Joined,
-            },
+            arrival,
             calls: AtomicU64::new(0),
             finished: std::sync::atomic::AtomicBool::new(false),
             lease_ttl: settings.lease,
@@ -1168,10 +1168,9 @@ async fn crawl_key(
     Ok((HashKey::from_bytes(bytes), stored == fresh))
 }
 
-/// Whether `out` holds an earlier run of the shared crawl `name` (its name in
-/// [`SHARED_CRAWL_FILE`]), and records that it now does. Another crawl's earlier run in the
-/// same directory does not count.
-fn crawled_here_before(out: &Path, name: &str) -> Result<bool, CrawlError> {
+/// Names the shared crawl `name` in `out` ([`SHARED_CRAWL_FILE`]); whether it was named
+/// there already, by an earlier process of this crawl (another crawl's does not count).
+fn name_crawl_in(out: &Path, name: &str) -> Result<bool, CrawlError> {
     let path = out.join(SHARED_CRAWL_FILE);
     let before = std::fs::read_to_string(&path).is_ok_and(|s| s.trim_end() == name);
     if !before {
