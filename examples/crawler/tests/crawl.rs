@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{Reply, Site, crawl, skipped, skipped_for, temp_out, warc_responses};
+use common::{Gate, Reply, Site, crawl, skipped, skipped_for, temp_out, warc_responses};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
@@ -426,19 +426,21 @@ fn long_fields_in_the_skip_report_are_cut_with_a_marker() {
     assert!(String::from_utf8_lossy(&output.stdout).len() < 16 << 10);
 }
 
+/// A page that never comes is given up after `--timeout-ms`: the crawl ends (its answer is
+/// held behind a gate never opened, so the crawl could not end otherwise).
 #[test]
 fn slow_and_failing_servers() {
-    let site = Site::start(|target, _| match target {
+    let never = Gate::default();
+    let site = Site::start(move |target, _| match target {
         "/" => Reply::html(
             r#"<a href="/slow">slow</a><a href="/boom">boom</a><a href="/ok">ok</a><a href="http://127.0.0.1:1/refused">refused</a>"#,
         ),
-        "/slow" => Reply::html("late").delayed(Duration::from_secs(60)),
+        "/slow" => Reply::html("late").held(&never),
         "/boom" => Reply::new(500, "text/html", b"internal error".to_vec()),
         "/ok" => Reply::html("ok"),
         _ => Reply::not_found(),
     });
     let (_tmp, out) = temp_out();
-    let start = std::time::Instant::now();
     let output = crawl(
         &out,
         &site.url("/"),
@@ -451,10 +453,6 @@ fn slow_and_failing_servers() {
             "400",
             "--ignore-robots",
         ],
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "a slow page must not hold the crawl"
     );
     assert_eq!(skipped_for(&out, "timeout"), [site.url("/slow")]);
     assert_eq!(

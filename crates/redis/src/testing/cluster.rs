@@ -123,7 +123,7 @@ impl RedisCluster {
             if std::env::var_os("CI").is_some() {
                 panic!("{test}: no redis-server or redis-cli under CI");
             }
-            eprintln!("\n!!!!!!!! SKIPPED {test}: no redis-server or redis-cli on PATH.\n");
+            super::skipped(test, "no redis-server or redis-cli on PATH");
             return None;
         }
         match Self::start(masters, replicas) {
