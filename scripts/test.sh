@@ -51,7 +51,7 @@ else
   failed=1
 fi
 
-if part rust cargo test --workspace --all-features "$@"; then
+if part rust cargo test --workspace --all-features --no-fail-fast "$@"; then
   summary+=("rust: passed: $(cargo_tally "$logs/rust.log")")
 else
   summary+=("rust: FAILED: $(cargo_tally "$logs/rust.log")")

@@ -249,8 +249,12 @@ mod tests {
         );
         assert_eq!(c.host_admitted, hosts);
         assert_eq!(c.template_admitted, templates);
-        assert!(c.done.contains("http://h/a").unwrap());
-        assert!(!c.done.contains("http://h/b").unwrap());
+        assert_eq!(
+            c.done
+                .contains_batch(&["http://h/a".into(), "http://h/b".into()])
+                .unwrap(),
+            [true, false]
+        );
 
         // The done set's options are part of the crawl.
         let similar = FilterSize {

@@ -213,7 +213,7 @@ pub(crate) async fn run(options: &Options) -> Result<(), CrawlError> {
     );
     println!("a redirect loop, a nofollow link, a PDF, a gzip bomb, links hidden in a script)\n");
     let config = options.config(&crate::canonical::Canonicalizer::default())?;
-    let summary = crate::crawl::run(config, None).await?.summary;
+    let summary = crate::engine::run(config, None).await?.summary;
     println!("{summary}");
 
     let hits = site.hits.lock().unwrap_or_else(|p| p.into_inner()).clone();

@@ -35,6 +35,30 @@ pub(crate) enum Verdict {
     Similar(String),
 }
 
+/// What the summary shows of a done set.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DoneFigures {
+    /// Bytes of filter state.
+    pub(crate) bytes: u64,
+    /// Estimated distinct URLs recorded (NaN when the filter lives in Redis).
+    pub(crate) estimated: f64,
+    /// The false-positive rate now (NaN when the filter lives in Redis).
+    pub(crate) fpr: f64,
+    /// URLs the filter was first sized for.
+    pub(crate) expected: u64,
+}
+
+impl Default for DoneFigures {
+    fn default() -> Self {
+        Self {
+            bytes: 0,
+            estimated: f64::NAN,
+            fpr: f64::NAN,
+            expected: 0,
+        }
+    }
+}
+
 /// The crawl's done set.
 pub(crate) struct DoneSet {
     dedup: UrlDedup,
@@ -121,13 +145,8 @@ impl DoneSet {
             .collect()
     }
 
-    /// Whether `url` was admitted, without admitting it.
-    pub(crate) fn contains(&self, url: &str) -> Result<bool, CrawlError> {
-        Ok(self.dedup.contains(url)?)
-    }
-
-    /// [`contains`](Self::contains) for many URLs: one call to the filter, one round trip in
-    /// Redis.
+    /// Whether each URL was admitted, without admitting it: one call to the filter, one round
+    /// trip in Redis.
     pub(crate) fn contains_batch(&self, urls: &[String]) -> Result<Vec<bool>, CrawlError> {
         self.dedup
             .contains_batch(urls.iter().map(String::as_str))
@@ -141,24 +160,14 @@ impl DoneSet {
         self.dedup.write_to(out)
     }
 
-    /// URLs the filter was sized for at first (it grows past them).
-    pub(crate) fn expected_urls(&self) -> u64 {
-        self.dedup.expected_urls()
-    }
-
-    /// Estimated distinct URLs recorded (NaN in Redis mode).
-    pub(crate) fn estimated_urls(&self) -> f64 {
-        self.dedup.estimated_urls()
-    }
-
-    /// Bytes of filter state.
-    pub(crate) fn memory_bytes(&self) -> u64 {
-        self.dedup.memory_bytes()
-    }
-
-    /// The false-positive rate now (NaN in Redis mode).
-    pub(crate) fn false_positive_rate(&self) -> f64 {
-        self.dedup.false_positive_rate()
+    /// What the summary shows of it.
+    pub(crate) fn figures(&self) -> DoneFigures {
+        DoneFigures {
+            bytes: self.dedup.memory_bytes(),
+            estimated: self.dedup.estimated_urls(),
+            fpr: self.dedup.false_positive_rate(),
+            expected: self.dedup.expected_urls(),
+        }
     }
 }
 

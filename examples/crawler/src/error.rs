@@ -19,6 +19,9 @@ pub(crate) enum CrawlError {
     /// A seed is not an absolute http(s) URL.
     #[error("seed {0:?} is not an absolute http(s) URL")]
     BadSeed(String),
+    /// An option is out of range or contradicts another: a usage error (exit status 2).
+    #[error("{0}")]
+    Usage(String),
     /// The options contradict each other or are out of range.
     #[error("{0}")]
     Options(String),
@@ -43,6 +46,14 @@ pub(crate) enum CrawlError {
 }
 
 impl CrawlError {
+    /// The process's exit status for this error: 2 for a usage error, 1 otherwise.
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::BadSeed(_) => 2,
+            _ => 1,
+        }
+    }
+
     pub(crate) fn io(
         what: &'static str,
         path: impl Into<PathBuf>,

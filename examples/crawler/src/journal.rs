@@ -20,7 +20,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::frontier::{Job, JobKind};
+use crate::job::{Job, JobKind};
 use crate::template::Lineage;
 
 /// One journal event.
@@ -163,7 +163,7 @@ mod tests {
             depth: 2,
             hops: 1,
             kind: JobKind::Sitemap,
-            claim: None,
+            revisit: None,
         };
         let mut j = Journal::open(dir.path(), 3, 0).unwrap();
         j.admitted(&job, Some(Lineage::QueryGrowth)).unwrap();

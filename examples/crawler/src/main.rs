@@ -40,9 +40,10 @@
 //!
 //! # Several processes, one crawl (document 003)
 //!
-//! One engine ([`crawl`]) runs both modes; only its backend differs. With `--redis URL`, the
-//! run queue and the done set live in Redis ([`shared_queue`], backed by `url_dedup_redis` and
-//! the facade's Redis mode): processes join and leave at any time and share even one site
+//! One engine ([`engine`]) runs both modes; only its backend ([`backend`]) differs, and one set
+//! of admission rules ([`admission`]) decides for both. With `--redis URL`, the run queue and
+//! the done set live in Redis ([`backend::shared`], backed by `url_dedup_redis` and the
+//! facade's Redis mode): processes join and leave at any time and share even one site
 //! (each host's politeness budget is held in Redis for all of them), a killed one's URLs are
 //! requeued by the others, `--every` revisits known pages with conditional GET, warnings and
 //! errors of every process go to one capped Redis stream ([`logger`]), and `--stop` ends them
@@ -54,18 +55,20 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod admission;
+mod backend;
 mod budget;
 mod canonical;
 mod checkpoint;
 mod clip;
 mod content_coding;
-mod crawl;
 mod css;
 mod demo;
 mod done;
+mod engine;
 mod error;
 mod fetch;
-mod frontier;
+mod job;
 mod journal;
 mod kernel;
 mod links;
@@ -73,13 +76,13 @@ mod logger;
 mod mirror;
 mod monitor;
 mod options;
+mod outbox;
 mod page;
 mod queue_file;
 mod records;
 mod robots;
 mod router;
 mod scope;
-mod shared_queue;
 mod signals;
 mod sitemap;
 mod skip;
@@ -125,12 +128,14 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         if options.demo {
-            return demo::run(&options).await;
+            return demo::run(&options).await.map(|()| 0);
         }
         let sharing = match &options.redis {
             Some(redis) => {
                 if options.stop {
-                    return shared_queue::raise_stop(redis, &options.crawl_name).await;
+                    return backend::shared::raise_stop(redis, &options.crawl_name)
+                        .await
+                        .map(|()| 0);
                 }
                 let level = if options.quiet {
                     tracing::Level::WARN
@@ -142,7 +147,7 @@ fn main() -> ExitCode {
                     .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                     .with_max_level(level)
                     .init();
-                Some(shared_queue::SharedSettings {
+                Some(backend::shared::SharedSettings {
                     redis: redis.clone(),
                     name: options.crawl_name.clone(),
                     lease: std::time::Duration::from_millis(options.lease_ms.max(100)),
@@ -157,17 +162,29 @@ fn main() -> ExitCode {
             None => None,
         };
         let config = options.config(&canonical::Canonicalizer::default())?;
-        let report = crawl::run(config, sharing).await?;
-        println!("{}", report.render(options.json));
-        Ok(())
+        let report = engine::run(config, sharing).await?;
+        print_summary(&report.render(options.json))?;
+        Ok(report.exit_code())
     });
     // Fetches still running after a fatal error are not waited for.
     runtime.shutdown_background();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("crawler: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// Writes the summary to standard output; a closed or full output is an error, not a panic.
+fn print_summary(text: &str) -> Result<(), error::CrawlError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(error::CrawlError::io(
+            "writing the summary to",
+            "standard output",
+        ))
 }

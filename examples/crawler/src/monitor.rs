@@ -44,10 +44,6 @@ pub(crate) struct Counters {
     pub(crate) errors: AtomicU64,
     /// Body bytes received.
     pub(crate) bytes: AtomicU64,
-    /// Redis commands processed per page, crawl-wide (an `f64`'s bits; NaN when unknown).
-    commands_per_page: AtomicU64,
-    /// This process's calls to Redis per page it fetched (an `f64`'s bits; NaN when unknown).
-    calls_per_page: AtomicU64,
     /// URLs not followed and failed fetches, per reason (`traps`, `skipped` and `errors` are
     /// its sums by class).
     pub(crate) by_reason: Mutex<BTreeMap<SkipReason, u64>>,
@@ -56,30 +52,6 @@ pub(crate) struct Counters {
 impl Counters {
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// Records the latest figure of Redis commands per page (a shared crawl's cost).
-    pub(crate) fn set_commands_per_page(&self, per_page: f64) {
-        self.commands_per_page
-            .store(per_page.to_bits(), Ordering::Relaxed);
-    }
-
-    /// Redis commands per page; `None` before it is known (and always in a local crawl).
-    pub(crate) fn commands_per_page(&self) -> Option<f64> {
-        let v = f64::from_bits(self.commands_per_page.load(Ordering::Relaxed));
-        (v.is_finite() && v > 0.0).then_some(v)
-    }
-
-    /// Records this process's calls to Redis per page it fetched.
-    pub(crate) fn set_calls_per_page(&self, per_page: Option<f64>) {
-        self.calls_per_page
-            .store(per_page.unwrap_or(f64::NAN).to_bits(), Ordering::Relaxed);
-    }
-
-    /// This process's calls to Redis per page; `None` before it is known.
-    pub(crate) fn calls_per_page(&self) -> Option<f64> {
-        let v = f64::from_bits(self.calls_per_page.load(Ordering::Relaxed));
-        (v.is_finite() && v > 0.0).then_some(v)
     }
 
     /// Replaces the per-reason counts (and their sums) with `counts`.
@@ -109,6 +81,24 @@ impl Counters {
             .iter()
             .map(|(r, n)| (r.name(), *n))
             .collect()
+    }
+}
+
+/// The largest rate limit accepted, in pages per second: beyond it, a limit limits nothing.
+pub(crate) const MAX_RATE: f64 = 1_000_000.0;
+/// The smallest rate limit accepted other than 0 (no limit): one page every 1,000 seconds.
+pub(crate) const MIN_RATE: f64 = 0.001;
+
+/// Checks a page rate limit (`--rate`, the status page's `POST /rate`): 0 for none, or
+/// between [`MIN_RATE`] and [`MAX_RATE`] pages per second.
+pub(crate) fn check_rate(per_sec: f64) -> Result<f64, String> {
+    if per_sec == 0.0 || (MIN_RATE..=MAX_RATE).contains(&per_sec) {
+        Ok(per_sec)
+    } else {
+        Err(format!(
+            "{per_sec} is not a rate limit: give 0 (no limit) or a number of pages per second \
+             from {MIN_RATE} to {MAX_RATE}"
+        ))
     }
 }
 
@@ -170,9 +160,17 @@ impl Pacer {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
         // A slot not used for a while is not saved up: no burst after an idle spell.
         let start = (*next).max(now);
-        *next = start + Duration::from_secs_f64(1.0 / rate);
+        *next = start + interval(rate);
         Some(start)
     }
+}
+
+/// The time between two fetch starts at `rate` pages per second, for any positive rate: a rate
+/// checked by [`check_rate`] gives 1 µs to 1,000 s, and anything else is held to that range
+/// rather than overflowing a `Duration`.
+fn interval(rate: f64) -> Duration {
+    let secs = (1.0 / rate).clamp(1.0 / MAX_RATE, 1.0 / MIN_RATE);
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::from_secs(1000))
 }
 
 /// Copies the run's figures (kept in its records) into the counters.
@@ -185,8 +183,10 @@ pub(crate) struct Monitor {
     /// Whether this process shares its crawl through Redis (it then has a partition table).
     pub(crate) shared: bool,
     pub(crate) counters: Counters,
-    pub(crate) pacer: Pacer,
+    pub(crate) pacer: Arc<Pacer>,
     pub(crate) logger: Logger,
+    /// What the backend adds (a shared crawl's Redis figures), refreshed every few seconds.
+    backend: Mutex<serde_json::Value>,
     pub(crate) started: Instant,
     /// Copies the run's figures into `counters` before a status is served.
     pub(crate) refresh: OnceLock<Refresh>,
@@ -221,28 +221,41 @@ struct Status {
     bytes: u64,
     pages_per_sec: f64,
     rate_limit: f64,
-    /// Redis commands processed per page fetched, crawl-wide, those inside scripts included.
-    redis_commands_per_page: Option<f64>,
-    /// This process's calls to Redis (round trips) per page it fetched.
-    redis_calls_per_page: Option<f64>,
+    /// What the backend adds: a shared crawl's Redis commands run per page (crawl-wide,
+    /// those inside scripts included) and this process's calls to Redis per page.
+    #[serde(flatten)]
+    backend: serde_json::Map<String, serde_json::Value>,
     /// Distinct URLs not followed and failed fetches, per reason.
     skips: BTreeMap<&'static str, u64>,
     log: Vec<crate::logger::Entry>,
 }
 
 impl Monitor {
-    /// A monitor for this process, pacing fetches at `rate` pages per second (0: no limit).
-    pub(crate) fn new(process: String, crawl: String, rate: f64, logger: Logger) -> Self {
+    /// A monitor for this process, pacing fetches at `rate` pages per second (0: no limit);
+    /// `shared` when it shares its crawl through Redis.
+    pub(crate) fn new(
+        process: String,
+        crawl: String,
+        shared: bool,
+        rate: f64,
+        logger: Logger,
+    ) -> Self {
         Self {
             process,
             crawl,
-            shared: false,
+            shared,
             counters: Counters::default(),
-            pacer: Pacer::new(rate),
+            pacer: Arc::new(Pacer::new(rate)),
             logger,
+            backend: Mutex::new(serde_json::json!({})),
             started: Instant::now(),
             refresh: OnceLock::new(),
         }
+    }
+
+    /// Records the backend's latest figures (a JSON object), shown on the status page.
+    pub(crate) fn set_backend_figures(&self, figures: serde_json::Value) {
+        *self.backend.lock().unwrap_or_else(|p| p.into_inner()) = figures;
     }
 
     async fn status(&self) -> Status {
@@ -253,6 +266,10 @@ impl Monitor {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let uptime = self.started.elapsed().as_secs_f64();
         let fetched = load(&c.fetched);
+        let backend = match &*self.backend.lock().unwrap_or_else(|p| p.into_inner()) {
+            serde_json::Value::Object(m) => m.clone(),
+            _ => serde_json::Map::new(),
+        };
         Status {
             process: self.process.clone(),
             crawl: self.crawl.clone(),
@@ -274,8 +291,7 @@ impl Monitor {
                 0.0
             },
             rate_limit: self.pacer.rate(),
-            redis_commands_per_page: c.commands_per_page(),
-            redis_calls_per_page: c.calls_per_page(),
+            backend,
             skips: c.skips(),
             log: self.logger.recent(20).await,
         }
@@ -319,21 +335,14 @@ async fn rate(
     State(m): State<Arc<Monitor>>,
     Query(change): Query<RateChange>,
 ) -> impl IntoResponse {
-    if !(change.pages_per_sec.is_finite() && change.pages_per_sec >= 0.0) {
-        return (
-            StatusCode::BAD_REQUEST,
-            "pages_per_sec must be a number >= 0\n".to_owned(),
-        );
-    }
-    m.pacer.set_rate(change.pages_per_sec);
-    m.logger.info(&format!(
-        "rate limit set to {} pages/s",
-        change.pages_per_sec
-    ));
-    (
-        StatusCode::OK,
-        format!("rate limit: {} pages/s\n", change.pages_per_sec),
-    )
+    let per_sec = match check_rate(change.pages_per_sec) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("pages_per_sec: {e}\n")),
+    };
+    m.pacer.set_rate(per_sec);
+    m.logger
+        .info(&format!("rate limit set to {per_sec} pages/s"));
+    (StatusCode::OK, format!("rate limit: {per_sec} pages/s\n"))
 }
 
 async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
@@ -346,14 +355,19 @@ async fn html(State(m): State<Arc<Monitor>>) -> impl IntoResponse {
     );
     let mut rows: Vec<(&str, String)> = Vec::new();
     if m.shared {
-        let figure = |n: Option<f64>| n.map_or("not known yet".to_owned(), |n| format!("{n:.2}"));
+        let figure = |key: &str| {
+            s.backend
+                .get(key)
+                .and_then(serde_json::Value::as_f64)
+                .map_or("not known yet".to_owned(), |n| format!("{n:.2}"))
+        };
         rows.push((
             "Redis calls per page (this process, one round trip each)",
-            figure(s.redis_calls_per_page),
+            figure("redis_calls_per_page"),
         ));
         rows.push((
             "Redis commands run per page (crawl-wide, inside scripts too)",
-            figure(s.redis_commands_per_page),
+            figure("redis_commands_per_page"),
         ));
     }
     rows.extend([

@@ -342,17 +342,14 @@ impl Options {
             .map(parse)
             .collect::<Result<Vec<_>, _>>()?;
         if self.per_host == 0 || self.workers == 0 {
-            return Err(CrawlError::Options(
+            return Err(CrawlError::Usage(
                 "--per-host and --workers must be at least 1".into(),
             ));
         }
-        if !(self.rate.is_finite() && self.rate >= 0.0) {
-            return Err(CrawlError::Options(
-                "--rate must be a number of pages per second, 0 or more".into(),
-            ));
-        }
+        crate::monitor::check_rate(self.rate)
+            .map_err(|e| CrawlError::Usage(format!("--rate: {e}")))?;
         if !(self.false_positive_rate > 0.0 && self.false_positive_rate < 1.0) {
-            return Err(CrawlError::Options(
+            return Err(CrawlError::Usage(
                 "--false-positive-rate must be between 0 and 1".into(),
             ));
         }

@@ -1,70 +1,115 @@
-//! What happens to one admitted URL: fetch, redirect or parse, store, offer its links to the
-//! done set, commit.
-
-use std::sync::Arc;
+//! What happens to one job: fetch, then follow the redirect or read the page (its links and
+//! requisites, its mirror copy). The answer is a value ([`Fetched`]); recording it and
+//! admitting its links is the engine's next step, so a page never calls back into the crawl.
 
 use reqwest::header;
 use url::Url;
 
+use crate::admission::Candidate;
 use crate::budget::Cut;
 use crate::canonical::Canonicalizer;
-use crate::crawl::Shared;
-use crate::fetch::{BodyLimit, Exchange};
-use crate::frontier::{Job, JobKind};
-use crate::kernel::{Kernel, Response};
+use crate::error::CrawlError;
+use crate::fetch::{BodyLimit, Exchange, Fetcher};
+use crate::job::{Job, JobKind};
+use crate::kernel::{Kernel, Kernels, Response};
 use crate::links::{LinkKind, Rewrite};
 use crate::mirror;
+use crate::monitor::Pacer;
 use crate::options::CrawlConfig;
-use crate::records::Records;
 use crate::skip::SkipReason;
-use crate::state::Admission;
-use crate::template::Lineage;
 
-/// A link found while processing a job, before canonicalization.
-pub(crate) struct Candidate {
-    pub(crate) url: Url,
-    pub(crate) depth: u32,
-    pub(crate) hops: u32,
-    pub(crate) kind: JobKind,
+/// What fetching and reading a page needs; shared by every fetch task.
+pub(crate) struct Context {
+    pub(crate) config: CrawlConfig,
+    pub(crate) canon: Canonicalizer,
+    pub(crate) fetcher: Fetcher,
+    pub(crate) kernels: Kernels,
+    /// This process's page rate limit.
+    pub(crate) pacer: std::sync::Arc<Pacer>,
 }
 
-/// Fetches and processes `job`; everything it finds is admitted (or reported) and routed.
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What came of one job: the response (none when the fetch failed), the links found, and
+/// what went wrong. The engine records it and offers the links to the admission rules.
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    pub(crate) job: Job,
+    pub(crate) exchange: Option<Exchange>,
+    pub(crate) links: Vec<Candidate>,
+    /// Why the job gave no page, or what of it was cut.
+    pub(crate) problem: Option<(SkipReason, String)>,
+    /// The decoded body's XXH3 hash, and whether it had to be decoded.
+    pub(crate) body: Option<(u64, bool)>,
+    /// Links left out for `nofollow`, and for being no web URL.
+    pub(crate) unfollowed: (u64, u64),
+    /// A copy was written to the mirror.
+    pub(crate) mirrored: bool,
+    /// A failure that stops the crawl (the mirror cannot be written).
+    pub(crate) fatal: Option<CrawlError>,
+}
+
+impl Fetched {
+    /// A job that gave no response.
+    pub(crate) fn failed(job: Job, reason: SkipReason, detail: String) -> Self {
+        Self {
+            job,
+            exchange: None,
+            links: Vec::new(),
+            problem: Some((reason, detail)),
+            body: None,
+            unfollowed: (0, 0),
+            mirrored: false,
+            fatal: None,
+        }
+    }
+}
+
+/// Fetches and reads `job`.
 ///
 /// `host_slot` is dropped as soon as the response is in: politeness limits requests to the
 /// host, and parsing and storing need not hold the host's slot, so the host's next request
 /// overlaps with this page's processing.
-pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S) {
-    let config = &shared.config;
+pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> Fetched {
+    let config = &ctx.config;
     let Ok(url) = Url::parse(&job.url) else {
-        shared.give_up(&job, None);
-        return;
+        return Fetched::failed(job, SkipReason::BadUrl, "does not parse".into());
     };
-    shared.monitor.pacer.wait().await;
-    // A revisit (`--every`) asks only for a changed page.
-    let known = job.claim.as_ref().and_then(|c| c.known.as_ref());
+    ctx.pacer.wait().await;
     // A seed is fetched whatever its type, so a feed or a sitemap given as a seed is read by
     // its kernel; links are refused on their headers when their type is not accepted.
     let filter_type = job.kind == JobKind::Page && job.depth > 0;
-    let fetched = shared
+    let fetched = ctx
         .fetcher
         .get_if_changed(
             &url,
             BodyLimit::Refuse(config.fetch.max_body),
             filter_type,
-            known,
+            job.revisit.as_ref(),
         )
         .await;
     drop(host_slot);
     let exchange = match fetched {
         Ok(x) => x,
-        Err(failure) => {
-            shared.give_up(&job, Some((failure.reason, failure.detail)));
-            return;
-        }
+        Err(failure) => return Fetched::failed(job, failure.reason, failure.detail),
     };
-    let mut candidates = Vec::new();
-    let mut problem = None;
-    let mut body_for_dedup = None;
+    let mut out = Fetched {
+        job,
+        exchange: None,
+        links: Vec::new(),
+        problem: None,
+        body: None,
+        unfollowed: (0, 0),
+        mirrored: false,
+        fatal: None,
+    };
+    let job = &out.job;
     if exchange.status.is_redirection() && exchange.headers.contains_key(header::LOCATION) {
         match exchange
             .header(header::LOCATION)
@@ -72,9 +117,9 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
         {
             Some(target) if matches!(target.scheme(), "http" | "https") => {
                 if job.hops >= config.max_redirects {
-                    problem = Some((SkipReason::TooManyRedirects, format!("to {target}")));
+                    out.problem = Some((SkipReason::TooManyRedirects, format!("to {target}")));
                 } else {
-                    candidates.push(Candidate {
+                    out.links.push(Candidate {
                         url: target,
                         depth: job.depth,
                         hops: job.hops + 1,
@@ -83,7 +128,7 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
                 }
             }
             _ => {
-                problem = Some((
+                out.problem = Some((
                     SkipReason::BadRedirect,
                     "Location is not an http(s) URL".into(),
                 ))
@@ -92,84 +137,87 @@ pub(crate) async fn process<S: Send>(shared: Arc<Shared>, job: Job, host_slot: S
     } else if exchange.status.is_success() {
         let encoding = exchange.header(header::CONTENT_ENCODING);
         match crate::content_coding::decode(encoding, &exchange.body, config.max_decoded) {
-            Err(e) => problem = Some((e.reason, e.detail)),
+            Err(e) => out.problem = Some((e.reason, e.detail)),
             Ok(body) => {
                 let decoded = encoding.is_some_and(|e| !e.eq_ignore_ascii_case("identity"));
-                let (stored, cut) = match job.kind {
-                    JobKind::Page => {
-                        read_page(&shared, &url, &job, &exchange, &body, &mut candidates)
-                    }
+                let (kind, depth) = (job.kind, job.depth);
+                let (stored, cut) = match kind {
+                    JobKind::Page => read_page(ctx, &url, depth, &exchange, &body, &mut out),
                     JobKind::Requisite => (
-                        read_requisite(&shared, &url, &job, &exchange, &body, &mut candidates),
+                        read_requisite(ctx, &url, depth, &exchange, &body, &mut out.links),
                         None,
                     ),
                     JobKind::Sitemap => {
                         // Listed as a sitemap: read as one whatever its declared type.
                         let response = Response::new(&url, "application/xml", &body);
-                        let map = shared.kernels.feed().read(&response, None);
+                        let map = ctx.kernels.feed().read(&response, None);
                         // Sitemap entries stand at the sitemap's own depth.
-                        push_links(&mut candidates, map.follow, map.follow_feeds, job.depth);
+                        push_links(&mut out.links, map.follow, map.follow_feeds, depth);
                         (None, map.cut)
                     }
                 };
                 if let Some(cut) = cut {
-                    problem = Some((SkipReason::ParseLimit, cut.to_string()));
+                    out.problem = Some((SkipReason::ParseLimit, cut.to_string()));
                 }
-                let as_kind = match job.kind {
+                let as_kind = match kind {
                     JobKind::Page => Some(LinkKind::Page),
                     JobKind::Requisite => Some(LinkKind::Requisite),
                     JobKind::Sitemap => None,
                 };
-                if let (true, Some(kind)) = (config.mirror, as_kind) {
-                    let path = config.out.join("mirror").join(mirror::path_as(&url, kind));
+                if let (true, Some(as_kind)) = (config.mirror, as_kind) {
+                    let path = config
+                        .out
+                        .join("mirror")
+                        .join(mirror::path_as(&url, as_kind));
                     let data = stored.as_deref().unwrap_or(&body);
-                    if let Err(e) = write_file(&path, data) {
-                        shared.fail(crate::error::CrawlError::io("writing mirror file", &path)(
-                            e,
-                        ));
+                    match write_file(&path, data) {
+                        Ok(()) => out.mirrored = true,
+                        Err(e) => {
+                            out.fatal = Some(CrawlError::io("writing mirror file", &path)(e));
+                        }
                     }
                 }
-                body_for_dedup = Some((xxhash_rust::xxh3::xxh3_64(&body), decoded));
+                out.body = Some((xxhash_rust::xxh3::xxh3_64(&body), decoded));
             }
         }
     }
-    shared.commit_exchange(&job, &exchange, candidates, problem, body_for_dedup);
+    out.exchange = Some(exchange);
+    out
 }
 
 /// Extracts the links of a page (rewriting them when mirroring); returns the rewritten page
 /// and what the parse's memory budget cut.
 fn read_page(
-    shared: &Shared,
+    ctx: &Context,
     url: &Url,
-    job: &Job,
+    depth: u32,
     exchange: &Exchange,
     body: &[u8],
-    candidates: &mut Vec<Candidate>,
+    out: &mut Fetched,
 ) -> (Option<Vec<u8>>, Option<Cut>) {
     let ct = exchange
         .header(header::CONTENT_TYPE)
         .unwrap_or("")
         .to_ascii_lowercase();
     let response = Response::new(url, &ct, body);
-    let Some(kernel) = shared.kernels.for_response(&response) else {
+    let Some(kernel) = ctx.kernels.for_response(&response) else {
         return (None, None);
     };
-    let config = &shared.config;
-    let local =
-        |target: &Url, kind: LinkKind| local_path(shared, (url, LinkKind::Page), target, kind);
+    let config = &ctx.config;
+    let local = |target: &Url, kind: LinkKind| local_path(ctx, (url, LinkKind::Page), target, kind);
     let rewrite = config.mirror.then_some(&local as Rewrite<'_>);
     let harvest = kernel.read(&response, rewrite);
-    shared.count_unfollowed(harvest.nofollow as u64, harvest.not_web as u64);
+    out.unfollowed = (harvest.nofollow as u64, harvest.not_web as u64);
     push_links(
-        candidates,
+        &mut out.links,
         harvest.follow,
         harvest.follow_feeds,
-        job.depth + 1,
+        depth + 1,
     );
     if config.requisites {
         // A page's requisites stand at its own depth: the page is shown whole even at the
         // depth limit.
-        push_requisites(candidates, harvest.requisites, job.depth);
+        push_requisites(&mut out.links, harvest.requisites, depth);
     }
     (harvest.stored, harvest.cut)
 }
@@ -178,12 +226,12 @@ fn read_page(
 /// requisites too, rewritten to their local copies when mirroring; anything else is stored as
 /// it is. Returns the rewritten stylesheet.
 fn read_requisite(
-    shared: &Shared,
+    ctx: &Context,
     url: &Url,
-    job: &Job,
+    depth: u32,
     exchange: &Exchange,
     body: &[u8],
-    candidates: &mut Vec<Candidate>,
+    links: &mut Vec<Candidate>,
 ) -> Option<Vec<u8>> {
     let ct = exchange
         .header(header::CONTENT_TYPE)
@@ -197,9 +245,9 @@ fn read_requisite(
         if !matches!(target.scheme(), "http" | "https") {
             return None;
         }
-        let local = shared.config.mirror.then(|| {
+        let local = ctx.config.mirror.then(|| {
             local_path(
-                shared,
+                ctx,
                 (url, LinkKind::Requisite),
                 &target,
                 LinkKind::Requisite,
@@ -208,21 +256,21 @@ fn read_requisite(
         found.push(target);
         local.flatten()
     });
-    push_requisites(candidates, found, job.depth);
-    shared.config.mirror.then(|| rewritten.into_bytes())
+    push_requisites(links, found, depth);
+    ctx.config.mirror.then(|| rewritten.into_bytes())
 }
 
 /// The relative path from the mirrored file of `from` to the local copy of `target` (a page
 /// or a requisite), with the target's fragment; `None` when `target` is not mirrored (outside
 /// the crawl's scope, or without a canonical form).
 fn local_path(
-    shared: &Shared,
+    ctx: &Context,
     from: (&Url, LinkKind),
     target: &Url,
     kind: LinkKind,
 ) -> Option<String> {
-    let canonical = shared.canon.canonicalize(target).ok()?;
-    shared.config.scope.contains(&canonical).then(|| {
+    let canonical = ctx.canon.canonicalize(target).ok()?;
+    ctx.config.scope.contains(&canonical).then(|| {
         let mut rel = mirror::relative_as(from, (&canonical, kind));
         if let Some(f) = target.fragment() {
             rel.push('#');
@@ -263,89 +311,4 @@ fn write_file(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(path, data)
-}
-
-/// Why a discovered link is not offered to the done set.
-pub(crate) enum Rejected {
-    /// It has no canonical form.
-    NoCanonical(SkipReason),
-    /// Its canonical form is outside the crawl's scope.
-    OutOfScope(Url),
-    /// Its canonical form trips a trap rule at this depth.
-    Trap(SkipReason, Url),
-}
-
-/// The canonical form of `link` if the crawl may follow it at `depth`: canonicalization, then
-/// scope, then trap rules, in that order for the local and the shared crawl alike.
-pub(crate) fn vet(
-    canon: &Canonicalizer,
-    config: &CrawlConfig,
-    link: &Url,
-    depth: u32,
-) -> Result<Url, Rejected> {
-    let url = canon.canonicalize(link).map_err(Rejected::NoCanonical)?;
-    if !config.scope.contains(&url) {
-        return Err(Rejected::OutOfScope(url));
-    }
-    if let Err(reason) = config.traps.check(&url, depth) {
-        return Err(Rejected::Trap(reason, url));
-    }
-    Ok(url)
-}
-
-/// Vets candidates found on the page `from` (none for the seeds and robots.txt sitemaps):
-/// canonical form, scope and trap rules, each refusal recorded in `records`. Returns the jobs
-/// to offer to the done set, with how each continues the template of `from`.
-pub(crate) fn vet_all(
-    shared: &Shared,
-    records: &mut Records,
-    from: Option<&str>,
-    candidates: Vec<Candidate>,
-) -> Result<Vec<(Job, Option<Lineage>)>, crate::error::CrawlError> {
-    let mut jobs = Vec::with_capacity(candidates.len());
-    for c in candidates {
-        let url = match vet(&shared.canon, &shared.config, &c.url, c.depth) {
-            Ok(url) => url,
-            Err(Rejected::NoCanonical(reason)) => {
-                records.skip(reason, c.url.as_str(), "no canonical form")?;
-                continue;
-            }
-            Err(Rejected::OutOfScope(url)) => {
-                records.skip(SkipReason::OutOfScope, url.as_str(), "")?;
-                continue;
-            }
-            Err(Rejected::Trap(reason, url)) => {
-                records.skip(reason, url.as_str(), &format!("depth {}", c.depth))?;
-                continue;
-            }
-        };
-        if url.as_str() != c.url.as_str() {
-            records.stats.canonicalized += 1;
-        }
-        let job = Job::new(url.as_str(), c.depth, c.hops, c.kind);
-        // Requisites are not links of the page's template: they never count against a
-        // template budget.
-        let lineage = from
-            .filter(|_| c.kind != JobKind::Requisite)
-            .and_then(|page| Lineage::of(page, &job.url));
-        jobs.push((job, lineage));
-    }
-    Ok(jobs)
-}
-
-/// Vets candidates found on the page `from` and offers them to the local done set; returns
-/// the ones admitted. Called with the state locked.
-pub(crate) fn admit_all(
-    shared: &Shared,
-    state: &mut crate::state::CrawlState,
-    from: Option<&str>,
-    candidates: Vec<Candidate>,
-) -> Result<Vec<Job>, crate::error::CrawlError> {
-    let mut admitted = Vec::new();
-    for (job, lineage) in vet_all(shared, &mut state.records, from, candidates)? {
-        if let Admission::Admitted(job) = state.admit(job, lineage)? {
-            admitted.push(job);
-        }
-    }
-    Ok(admitted)
 }

@@ -14,7 +14,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::frontier::{Job, JobKind};
+use crate::job::{Job, JobKind};
 
 /// The queue file of one checkpoint generation.
 #[derive(Debug)]

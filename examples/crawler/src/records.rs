@@ -154,15 +154,6 @@ impl Records {
             let _ = w.flush();
         }
     }
-
-    /// Makes the WARC file's contents reach the OS (before a checkpoint records its length).
-    pub(crate) fn flush_warc(&mut self) -> Result<(), CrawlError> {
-        if let Some(w) = &mut self.warc {
-            w.flush()
-                .map_err(CrawlError::io("writing WARC", &self.warc_path))?;
-        }
-        Ok(())
-    }
 }
 
 impl std::fmt::Debug for Records {

@@ -10,7 +10,7 @@
 use tokio::sync::mpsc::UnboundedSender;
 use url_dedup_partition::{NodeId, PartitionTable, RouteKey};
 
-use crate::frontier::Job;
+use crate::job::Job;
 
 /// Sends jobs to the worker that owns their host.
 #[derive(Debug)]

@@ -2,6 +2,8 @@
 
 use url::Url;
 
+use crate::job::host_of;
+
 /// How far from its seeds a crawl may wander.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Scope {
@@ -17,7 +19,8 @@ pub(crate) enum Scope {
 /// The kind of scope the user asked for, before the seeds are known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ScopeKind {
-    /// Same host and port as a seed.
+    /// Same host as a seed: its name, and its port when it is not the scheme's default
+    /// (`http://h/` and `https://h/` are one host).
     Host,
     /// Same registrable domain as a seed.
     Domain,
@@ -29,7 +32,7 @@ impl Scope {
     /// The scope of `kind` around `seeds`; `prefixes` replace the seeds as prefixes when given.
     pub(crate) fn new(kind: ScopeKind, seeds: &[Url], prefixes: &[Url]) -> Self {
         let mut keys: Vec<String> = match kind {
-            ScopeKind::Host => seeds.iter().map(host_key).collect(),
+            ScopeKind::Host => seeds.iter().map(host_of).collect(),
             ScopeKind::Domain => seeds.iter().map(domain_key).collect(),
             ScopeKind::Prefix if prefixes.is_empty() => {
                 seeds.iter().map(|u| u.to_string()).collect()
@@ -57,20 +60,13 @@ impl Scope {
     /// Whether `url` (canonical) is inside the crawl.
     pub(crate) fn contains(&self, url: &Url) -> bool {
         match self {
-            Self::Host(hosts) => hosts.contains(&host_key(url)),
+            Self::Host(hosts) => hosts.contains(&host_of(url)),
             Self::Domain(domains) => domains.contains(&domain_key(url)),
             Self::Prefix(prefixes) => {
                 let s = url.as_str();
                 prefixes.iter().any(|p| s.starts_with(p.as_str()))
             }
         }
-    }
-}
-
-fn host_key(url: &Url) -> String {
-    match url.port_or_known_default() {
-        Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
-        None => url.host_str().unwrap_or_default().to_owned(),
     }
 }
 
@@ -92,10 +88,12 @@ mod tests {
         Url::parse(s).unwrap()
     }
 
+    /// The crawl's one host: the name, and a port other than the scheme's default.
     #[test]
-    fn host_scope_is_host_and_port() {
+    fn host_scope_is_the_crawls_host() {
         let s = Scope::new(ScopeKind::Host, &[u("http://example.com/")], &[]);
         assert!(s.contains(&u("http://example.com/x")));
+        assert!(s.contains(&u("https://example.com/x")));
         assert!(!s.contains(&u("http://example.com:8080/x")));
         assert!(!s.contains(&u("http://www.example.com/x")));
     }

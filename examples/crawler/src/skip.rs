@@ -56,6 +56,9 @@ pub(crate) enum SkipReason {
     /// A fetched page or sitemap whose parse reached its memory bound: links after that point
     /// (or beyond the links' share) were not followed. The detail says which.
     ParseLimit,
+    /// Fetching or reading the URL failed with an internal error (a bug): the detail holds
+    /// its message, and the crawl ends with a non-zero exit status.
+    InternalError,
 }
 
 /// The groups the status page sums skip counts into.
@@ -83,7 +86,8 @@ impl SkipReason {
             | Self::FetchFailed
             | Self::BodyTooLarge
             | Self::DecodedTooLarge
-            | Self::BadEncoding => SkipClass::Error,
+            | Self::BadEncoding
+            | Self::InternalError => SkipClass::Error,
             Self::OutOfScope
             | Self::RobotsDisallowed
             | Self::RobotsUnreachable
@@ -119,6 +123,7 @@ impl SkipReason {
             Self::BadUrl => "bad-url",
             Self::Similar => "similar",
             Self::ParseLimit => "parse-limit",
+            Self::InternalError => "internal-error",
         }
     }
 }

@@ -8,7 +8,7 @@
 //! (check-and-insert, never two workers admitting one URL), and every change reaches the journal
 //! in the order it happened. The lock is taken once per fetched page, not once per link.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -16,30 +16,53 @@ use crate::checkpoint::{self, Checkpoint, CheckpointRef};
 pub(crate) use crate::done::FilterSize;
 use crate::done::{DoneSet, Verdict};
 use crate::error::CrawlError;
-use crate::fetch::Exchange;
-use crate::frontier::{Job, Pending};
+use crate::job::Job;
 use crate::journal::{self, Event, Journal};
 use crate::queue_file::{self, QueueFile};
-use crate::records::Records;
-use crate::skip::SkipReason;
 use crate::template::{self, Lineage};
-use crate::traps::TrapRules;
-
-/// What the done set said about a link.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Admission {
-    Admitted(Job),
-    Duplicate,
-    Skipped(SkipReason),
-}
 
 /// How the previous run left the output directory.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Resumed {
     pub(crate) pending: usize,
     pub(crate) pages_done: u64,
     pub(crate) from_checkpoint: bool,
     pub(crate) journal_events: usize,
+}
+
+/// Jobs handed to workers and not done, in admission order.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    by_seq: BTreeMap<u64, Job>,
+    seq_of: HashMap<Arc<str>, u64>,
+    next: u64,
+}
+
+impl Pending {
+    pub(crate) fn push(&mut self, job: Job) {
+        if self.seq_of.contains_key(&job.url) {
+            return;
+        }
+        self.seq_of.insert(job.url.clone(), self.next);
+        self.by_seq.insert(self.next, job);
+        self.next += 1;
+    }
+
+    /// Removes `url`; whether it was pending.
+    pub(crate) fn remove(&mut self, url: &str) -> bool {
+        match self.seq_of.remove(url) {
+            Some(seq) => self.by_seq.remove(&seq).is_some(),
+            None => false,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.by_seq.len()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Job> {
+        self.by_seq.values()
+    }
 }
 
 #[derive(Debug)]
@@ -53,30 +76,22 @@ pub(crate) struct CrawlState {
     /// URLs done since the checkpoint that may still be read from the queue file (a resumed
     /// crawl's file holds what was pending at the checkpoint): skipped when read.
     done_since: HashSet<Arc<str>>,
+    /// URLs queued per host (`crate::job::host_of`).
     host_admitted: HashMap<String, u64>,
-    host_budget: u64,
-    /// URLs admitted per template budget key (`crate::template`).
+    /// URLs counted per template budget key (`crate::template`).
     template_admitted: HashMap<String, u64>,
-    template_budget: u64,
     generation: u64,
     journal: Journal,
     /// WARC length committed by the journal.
     warc_len: u64,
     pages_done: u64,
-    /// The WARC file, the skip report and the counters of this run.
-    pub(crate) records: Records,
 }
 
 impl CrawlState {
     /// Opens the state in `dir`: a fresh crawl, or the checkpoint and journal of an interrupted
-    /// one.
-    pub(crate) fn open(
-        dir: &Path,
-        size: FilterSize,
-        traps: &TrapRules,
-        warc: bool,
-        software: &str,
-    ) -> Result<(Self, Resumed), CrawlError> {
+    /// one. Also returns how the previous run left it, and the committed length of the WARC
+    /// file.
+    pub(crate) fn open(dir: &Path, size: FilterSize) -> Result<(Self, Resumed), CrawlError> {
         let mut resumed = Resumed::default();
         let start = match checkpoint::read(dir, size)? {
             Some(c) => {
@@ -115,7 +130,7 @@ impl CrawlState {
                 Event::Admitted(job, lineage) => {
                     // Replayed in admission order, so the similarity filter sees what it saw.
                     done.admit(&job.url)?;
-                    *host_admitted.entry(host_key(&job.url)).or_default() += 1;
+                    *host_admitted.entry(job.host()).or_default() += 1;
                     if let Some(lineage) = lineage {
                         *template_admitted
                             .entry(template::key(&job.url, lineage))
@@ -140,10 +155,6 @@ impl CrawlState {
         resumed.pages_done = pages_done;
         let journal = Journal::open(dir, generation, valid)
             .map_err(CrawlError::io("opening journal", &journal_path))?;
-        let records = Records::open(dir, warc.then_some(("crawl.warc", warc_len)), software)?;
-        if warc {
-            warc_len = records.warc_offset();
-        }
         let state = Self {
             dir: dir.to_owned(),
             done,
@@ -151,24 +162,24 @@ impl CrawlState {
             handed: Pending::default(),
             done_since,
             host_admitted,
-            host_budget: traps.host_budget,
             template_admitted,
-            template_budget: traps.template_budget,
             generation,
             journal,
             warc_len,
             pages_done,
-            records,
         };
         Ok((state, resumed))
     }
 
-    /// Hands up to `room` more jobs to the workers, in admission order (fewer when the window
-    /// of `window` jobs handed and not done is full). An empty answer with nothing handed out
-    /// means the run queue is empty: the crawl is complete.
-    pub(crate) fn hand_out(&mut self, window: usize) -> Result<Vec<Job>, CrawlError> {
+    /// The WARC file's committed length: the next run cuts it back to this.
+    pub(crate) fn warc_len(&self) -> u64 {
+        self.warc_len
+    }
+
+    /// Hands up to `max` more jobs to the workers, in admission order.
+    pub(crate) fn hand_out(&mut self, max: usize) -> Result<Vec<Job>, CrawlError> {
         let mut out = Vec::new();
-        while self.handed.len() < window {
+        while out.len() < max {
             let next = self.queue.pop().map_err(CrawlError::io(
                 "reading the run queue",
                 queue_file::path(&self.dir, self.generation),
@@ -193,11 +204,9 @@ impl CrawlState {
         self.handed.len() + self.queue.unread() as usize
     }
 
-    /// What the summary reads: the records, the done set, the pages fetched over all runs and
-    /// the URLs still queued.
-    pub(crate) fn for_summary(&mut self) -> (&mut Records, &DoneSet, (u64, usize)) {
-        let totals = (self.pages_done, self.pending_len());
-        (&mut self.records, &self.done, totals)
+    /// The done set.
+    pub(crate) fn done_set(&self) -> &DoneSet {
+        &self.done
     }
 
     /// Pages fetched over all runs.
@@ -205,103 +214,75 @@ impl CrawlState {
         self.pages_done
     }
 
-    /// Offers `job` to the done set: admitted (and journaled) when new and within its host's
-    /// budget and, when it continues the template of the page it was found on (`lineage`),
-    /// within that template's budget.
-    pub(crate) fn admit(
+    /// Whether each URL is in the done set.
+    pub(crate) fn seen(&self, urls: &[String]) -> Result<Vec<bool>, CrawlError> {
+        self.done.contains_batch(urls)
+    }
+
+    /// Adds `delta` to the count of each template budget key; each count after.
+    pub(crate) fn count_templates(&mut self, keys: &[String], delta: i64) -> Vec<u64> {
+        keys.iter()
+            .map(|k| {
+                let n = self.template_admitted.entry(k.clone()).or_default();
+                *n = n.saturating_add_signed(delta);
+                *n
+            })
+            .collect()
+    }
+
+    /// Adds each URL to the done set.
+    pub(crate) fn admit(&mut self, urls: &[String]) -> Result<Vec<Verdict>, CrawlError> {
+        self.done.admit_batch(urls)
+    }
+
+    /// Queues `job` (journaled with how it continues its page's template, so a replay counts
+    /// its template again) when its host has had fewer than `host_budget` URLs queued;
+    /// whether it was.
+    pub(crate) fn queue(
         &mut self,
-        job: Job,
+        job: &Job,
         lineage: Option<Lineage>,
-    ) -> Result<Admission, CrawlError> {
-        if self.done.contains(&job.url)? {
-            self.records.stats.duplicate_links += 1;
-            return Ok(Admission::Duplicate);
+        host_budget: u64,
+    ) -> Result<bool, CrawlError> {
+        let count = self.host_admitted.entry(job.host()).or_default();
+        if *count >= host_budget {
+            return Ok(false);
         }
-        let host = host_key(&job.url);
-        let count = self.host_admitted.get(&host).copied().unwrap_or(0);
-        if count >= self.host_budget {
-            self.skip(SkipReason::HostBudget, &job.url, "")?;
-            return Ok(Admission::Skipped(SkipReason::HostBudget));
-        }
-        let template = lineage.map(|l| template::key(&job.url, l));
-        if let Some(key) = &template
-            && self.template_admitted.get(key).copied().unwrap_or(0) >= self.template_budget
-        {
-            // Not put in the done set: a link from another page may still admit it.
-            self.skip(SkipReason::TemplateBudget, &job.url, key)?;
-            return Ok(Admission::Skipped(SkipReason::TemplateBudget));
-        }
-        match self.done.admit(&job.url)? {
-            Verdict::New => {}
-            // Only a false positive of the filter gets here after `contains` said no.
-            Verdict::Duplicate => {
-                self.records.stats.duplicate_links += 1;
-                return Ok(Admission::Duplicate);
-            }
-            // Kept in the done set, so the next link to it is a plain duplicate.
-            Verdict::Similar(why) => {
-                self.skip(SkipReason::Similar, &job.url, &why)?;
-                return Ok(Admission::Skipped(SkipReason::Similar));
-            }
-        }
-        self.host_admitted.insert(host, count + 1);
-        if let Some(key) = template {
-            *self.template_admitted.entry(key).or_default() += 1;
-        }
+        *count += 1;
         self.journal
-            .admitted(&job, lineage)
+            .admitted(job, lineage)
             .map_err(self.journal_error())?;
-        self.queue.push(&job).map_err(CrawlError::io(
+        self.queue.push(job).map_err(CrawlError::io(
             "writing the run queue",
             queue_file::path(&self.dir, self.generation),
         ))?;
-        self.records.stats.admitted += 1;
-        Ok(Admission::Admitted(job))
+        Ok(true)
     }
 
-    /// Records a skip in the report.
-    pub(crate) fn skip(
-        &mut self,
-        reason: SkipReason,
-        url: &str,
-        detail: &str,
-    ) -> Result<(), CrawlError> {
-        self.records.skip(reason, url, detail)
-    }
-
-    /// Marks `job` done. With an exchange, its records go to the WARC first, so the journaled
-    /// WARC length covers them.
+    /// Marks `job` done (fetched or not) with the WARC file committed up to `warc_len`.
     pub(crate) fn complete(
         &mut self,
         job: &Job,
-        exchange: Option<&Exchange>,
+        fetched: bool,
+        warc_len: u64,
     ) -> Result<(), CrawlError> {
-        if let Some(x) = exchange {
-            let offset = self.records.exchange(&job.url, x)?;
-            self.warc_len = self.warc_len.max(offset);
-            self.pages_done += 1;
-        }
+        self.warc_len = self.warc_len.max(warc_len);
+        self.pages_done += u64::from(fetched);
         self.journal
-            .done(&job.url, self.warc_len, exchange.is_some())
+            .done(&job.url, self.warc_len, fetched)
             .map_err(self.journal_error())?;
-        self.journal.flush().map_err(self.journal_error())?;
-        self.records.flush_skips();
         self.handed.remove(&job.url);
         Ok(())
     }
 
-    /// Pushes everything written so far to the OS (the journal and the WARC are already
-    /// flushed at every commit; the skip report is buffered), for a process about to exit
-    /// without a checkpoint. Best effort: the next run recovers from any torn tail.
-    pub(crate) fn flush(&mut self) {
-        let _ = self.journal.flush();
-        self.records.flush();
+    /// Pushes the journal's buffer to the OS: every commit ends with it.
+    pub(crate) fn flush(&mut self) -> Result<(), CrawlError> {
+        self.journal.flush().map_err(self.journal_error())
     }
 
     /// Writes a checkpoint and starts the next journal generation.
     pub(crate) fn checkpoint(&mut self) -> Result<(), CrawlError> {
         self.journal.sync().map_err(self.journal_error())?;
-        self.records.flush_warc()?;
         let next = self.generation + 1;
         // The next generation's queue file: what is pending now, handed-out jobs first.
         let queue = self
@@ -344,45 +325,10 @@ impl CrawlState {
     }
 }
 
-/// `host:port` of a canonical URL string, the unit of the per-host budget.
-pub(crate) fn host_key(url: &str) -> String {
-    url::Url::parse(url)
-        .ok()
-        .map(|u| {
-            format!(
-                "{}:{}",
-                u.host_str().unwrap_or_default(),
-                u.port_or_known_default().unwrap_or(0)
-            )
-        })
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frontier::JobKind;
-
-    fn job(u: &str) -> Job {
-        Job {
-            url: u.into(),
-            depth: 0,
-            hops: 0,
-            kind: JobKind::Page,
-            claim: None,
-        }
-    }
-
-    fn budgets(host: u64, template: u64) -> TrapRules {
-        TrapRules {
-            max_url_len: 1024,
-            max_slashes: 24,
-            max_segment_repeats: 3,
-            max_depth: 1000,
-            host_budget: host,
-            template_budget: template,
-        }
-    }
+    use crate::job::JobKind;
 
     const SIZE: FilterSize = FilterSize {
         expected_urls: 1000,
@@ -390,50 +336,32 @@ mod tests {
         similar: false,
     };
 
-    #[test]
-    fn admission_is_exact_and_budgeted() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = CrawlState::open(dir.path(), SIZE, &budgets(2, 100), false, "t").unwrap();
-        assert!(matches!(
-            s.admit(job("http://h/a"), None).unwrap(),
-            Admission::Admitted(_)
-        ));
-        assert_eq!(
-            s.admit(job("http://h/a"), None).unwrap(),
-            Admission::Duplicate
-        );
-        assert!(matches!(
-            s.admit(job("http://h/b"), None).unwrap(),
-            Admission::Admitted(_)
-        ));
-        assert_eq!(
-            s.admit(job("http://h/c"), None).unwrap(),
-            Admission::Skipped(SkipReason::HostBudget)
-        );
-        assert!(matches!(
-            s.admit(job("http://g/c"), None).unwrap(),
-            Admission::Admitted(_)
-        ));
-        assert_eq!(s.pending_len(), 3);
+    fn job(u: &str) -> Job {
+        Job::new(u, 0, 0, JobKind::Page)
+    }
+
+    /// Queues `u` as the admission rules would once the done set said it is new.
+    fn queue(s: &mut CrawlState, u: &str) {
+        assert_eq!(s.admit(&[u.into()]).unwrap(), [Verdict::New], "{u}");
+        assert!(s.queue(&job(u), None, u64::MAX).unwrap(), "{u}");
     }
 
     #[test]
     fn reopening_replays_checkpoint_and_journal() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let (mut s, _) =
-                CrawlState::open(dir.path(), SIZE, &budgets(100, 100), false, "t").unwrap();
-            s.admit(job("http://h/a"), None).unwrap();
-            s.admit(job("http://h/b"), None).unwrap();
+            let (mut s, _) = CrawlState::open(dir.path(), SIZE).unwrap();
+            queue(&mut s, "http://h/a");
+            queue(&mut s, "http://h/b");
             assert_eq!(s.hand_out(10).unwrap().len(), 2);
-            s.complete(&job("http://h/a"), None).unwrap();
+            s.complete(&job("http://h/a"), false, 0).unwrap();
             s.checkpoint().unwrap();
-            s.admit(job("http://h/c"), None).unwrap();
-            s.complete(&job("http://h/b"), None).unwrap();
+            queue(&mut s, "http://h/c");
+            s.complete(&job("http://h/b"), false, 0).unwrap();
+            s.flush().unwrap();
             // dropped without a final checkpoint, as after kill -9
         }
-        let (mut s, resumed) =
-            CrawlState::open(dir.path(), SIZE, &budgets(100, 100), false, "t").unwrap();
+        let (mut s, resumed) = CrawlState::open(dir.path(), SIZE).unwrap();
         assert!(resumed.from_checkpoint);
         assert_eq!(resumed.journal_events, 2);
         let pending: Vec<String> = s
@@ -443,9 +371,8 @@ mod tests {
             .map(|j| j.url.to_string())
             .collect();
         assert_eq!(pending, ["http://h/c"]);
-        for u in ["http://h/a", "http://h/b", "http://h/c"] {
-            assert_eq!(s.admit(job(u), None).unwrap(), Admission::Duplicate, "{u}");
-        }
+        let all = ["http://h/a", "http://h/b", "http://h/c"].map(String::from);
+        assert_eq!(s.seen(&all).unwrap(), [true; 3]);
     }
 
     /// A run queue far longer than the hand-out window waits on disk, in admission order, and
@@ -455,28 +382,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = |i: usize| format!("http://h/{i}");
         {
-            let (mut s, _) =
-                CrawlState::open(dir.path(), SIZE, &budgets(1 << 20, 100), false, "t").unwrap();
+            let (mut s, _) = CrawlState::open(dir.path(), SIZE).unwrap();
             for i in 0..20_000 {
-                s.admit(job(&url(i)), None).unwrap();
+                assert!(s.queue(&job(&url(i)), None, u64::MAX).unwrap());
             }
             let first = s.hand_out(100).unwrap();
             assert_eq!(first.len(), 100);
             assert_eq!(s.handed_len(), 100);
             assert_eq!(s.pending_len(), 20_000);
             for j in &first[..60] {
-                s.complete(j, None).unwrap();
+                s.complete(j, false, 0).unwrap();
             }
             assert_eq!(
                 s.hand_out(100).unwrap().first().map(|j| j.url.to_string()),
                 Some(url(100))
             );
             s.checkpoint().unwrap();
-            s.complete(&job(&url(60)), None).unwrap();
+            s.complete(&job(&url(60)), false, 0).unwrap();
+            s.flush().unwrap();
             // kill -9
         }
-        let (mut s, resumed) =
-            CrawlState::open(dir.path(), SIZE, &budgets(1 << 20, 100), false, "t").unwrap();
+        let (mut s, resumed) = CrawlState::open(dir.path(), SIZE).unwrap();
         assert_eq!(resumed.pending, 19_939);
         let mut order = Vec::new();
         loop {
@@ -485,7 +411,7 @@ mod tests {
                 break;
             }
             for j in &batch {
-                s.complete(j, None).unwrap();
+                s.complete(j, false, 0).unwrap();
             }
             order.extend(batch.into_iter().map(|j| j.url.to_string()));
         }
@@ -493,54 +419,22 @@ mod tests {
         assert_eq!(order, want);
     }
 
+    /// The host budget counts per host (its name and a port other than the default), and the
+    /// counts come back from the journal.
     #[test]
-    fn template_budgets_count_only_their_lineage_and_survive_a_restart() {
+    fn host_budgets_count_per_host_and_survive_a_kill() {
         let dir = tempfile::tempdir().unwrap();
-        let open = || CrawlState::open(dir.path(), SIZE, &budgets(100, 2), false, "t").unwrap();
-        let month = |m: u32| job(&format!("http://h/cal/2026/{m}"));
         {
-            let (mut s, _) = open();
-            // Linked from elsewhere: not counted.
-            assert!(matches!(
-                s.admit(month(1), None).unwrap(),
-                Admission::Admitted(_)
-            ));
-            for m in 2..=3 {
-                let a = s.admit(month(m), Some(Lineage::Template)).unwrap();
-                assert!(matches!(a, Admission::Admitted(_)), "{m}");
-            }
-            s.checkpoint().unwrap();
-            assert_eq!(
-                s.admit(month(4), Some(Lineage::Template)).unwrap(),
-                Admission::Skipped(SkipReason::TemplateBudget)
-            );
-            // Another template has its own budget.
-            let other = job("http://h/tree/0/1/");
-            assert!(matches!(
-                s.admit(other, Some(Lineage::Template)).unwrap(),
-                Admission::Admitted(_)
-            ));
+            let (mut s, _) = CrawlState::open(dir.path(), SIZE).unwrap();
+            assert!(s.queue(&job("http://h/a"), None, 2).unwrap());
+            // http and https of one host are one host.
+            assert!(s.queue(&job("https://h/b"), None, 2).unwrap());
+            assert!(!s.queue(&job("http://h/c"), None, 2).unwrap());
+            assert!(s.queue(&job("http://h:8080/c"), None, 2).unwrap());
+            s.flush().unwrap();
         }
-        let (mut s, _) = open();
-        assert_eq!(
-            s.admit(month(5), Some(Lineage::Template)).unwrap(),
-            Admission::Skipped(SkipReason::TemplateBudget)
-        );
-        // A budget-skipped URL stays out of the done set: linked from elsewhere, it is admitted.
-        assert!(matches!(
-            s.admit(month(4), None).unwrap(),
-            Admission::Admitted(_)
-        ));
-        assert!(matches!(
-            s.admit(job("http://h/tree/0/1/2/"), Some(Lineage::Template))
-                .unwrap(),
-            Admission::Admitted(_)
-        ));
-        assert_eq!(
-            s.admit(job("http://h/tree/0/1/2/0/"), Some(Lineage::Template))
-                .unwrap(),
-            Admission::Skipped(SkipReason::TemplateBudget),
-            "replayed from the journal"
-        );
+        let (mut s, _) = CrawlState::open(dir.path(), SIZE).unwrap();
+        assert!(!s.queue(&job("http://h/d"), None, 2).unwrap());
+        assert!(s.queue(&job("http://h:8080/d"), None, 2).unwrap());
     }
 }

@@ -3,11 +3,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::done::DoneSet;
+use crate::backend::BackendReport;
+use crate::backend::local::Resumed;
 use crate::options::CrawlConfig;
 use crate::records::{Records, Stats};
 use crate::skip::SkipReason;
-use crate::state::Resumed;
 
 /// Why the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,8 @@ pub(crate) struct Ending {
     /// The crawl was shared through Redis (the others may carry on).
     pub(crate) shared: bool,
     pub(crate) elapsed: Duration,
+    /// Fetch tasks that failed with an internal error (a panic).
+    pub(crate) panics: u64,
 }
 
 /// What a run did.
@@ -53,17 +55,16 @@ pub(crate) struct Summary {
     pub(crate) out: std::path::PathBuf,
     pub(crate) warc: bool,
     pub(crate) mirror: bool,
+    pub(crate) panics: u64,
 }
 
 impl Summary {
-    /// The summary of a run: its records (their counters are taken), its done set, the pages
-    /// fetched over all runs and the URLs still queued.
+    /// The summary of a run: its records (their counters are taken), and what the backend
+    /// reports (the done set, the pages fetched over all runs, the URLs still queued).
     pub(crate) fn new(
         config: &CrawlConfig,
         records: &mut Records,
-        done: &DoneSet,
-        (pages_total, pending): (u64, usize),
-        resumed: Resumed,
+        report: &BackendReport,
         ending: Ending,
     ) -> Self {
         let skips = records
@@ -72,31 +73,53 @@ impl Summary {
             .iter()
             .map(|(r, n)| (*r, *n, why(*r, config), records.skips.examples(*r).to_vec()))
             .collect();
-        let (filter_bytes, filter_items, filter_fpr, filter_expected) = (
-            done.memory_bytes(),
-            done.estimated_urls(),
-            done.false_positive_rate(),
-            done.expected_urls(),
-        );
+        let done = report.done;
         Self {
             stop: ending.stop,
             shared: ending.shared,
             elapsed: ending.elapsed,
-            resumed,
+            resumed: report.resumed.clone().unwrap_or_default(),
             stats: std::mem::take(&mut records.stats),
-            pages_total,
-            pending,
+            pages_total: report.pages_total,
+            pending: report.pending,
             skips,
-            filter_bytes,
-            filter_items,
-            filter_fpr,
-            filter_expected,
+            filter_bytes: done.bytes,
+            filter_items: done.estimated,
+            filter_fpr: done.fpr,
+            filter_expected: done.expected,
             warc_records: records.warc_records(),
             warc_path: records.warc_path().to_owned(),
             out: config.out.clone(),
             warc: config.warc,
             mirror: config.mirror,
+            panics: ending.panics,
         }
+    }
+
+    /// The exit status (docs/crawler.md, "Exit status"): 0 when the crawl did its job, 3 when
+    /// a fetch task failed with an internal error, 4 when a single-process crawl has fetched
+    /// no page at all (every seed failed).
+    pub(crate) fn exit_code(&self) -> u8 {
+        if self.panics > 0 {
+            3
+        } else if !self.shared && self.pages_total_ok() == 0 {
+            4
+        } else {
+            0
+        }
+    }
+
+    /// Pages that answered 2xx or 304 in this run, or pages done in earlier runs.
+    fn pages_total_ok(&self) -> u64 {
+        let this_run: u64 = self
+            .stats
+            .by_status
+            .iter()
+            .filter(|(s, _)| (200..300).contains(*s) || **s == 304)
+            .map(|(_, n)| n)
+            .sum();
+        let before = self.pages_total.saturating_sub(self.stats.fetched);
+        this_run + before
     }
 
     /// Distinct URLs skipped for `reason`.
@@ -161,6 +184,10 @@ fn why(reason: SkipReason, config: &CrawlConfig) -> String {
             "pages whose parse reached its memory bound (--max-body, {} bytes): later links not followed",
             config.fetch.max_body
         ),
+        SkipReason::InternalError => {
+            "fetching or reading failed with an internal error (a bug; the detail says where)"
+                .to_owned()
+        }
     }
 }
 
@@ -179,6 +206,7 @@ impl Summary {
                 .sum()
         };
         let mut out = serde_json::json!({
+            "internal_errors": self.panics,
             "stop": match self.stop {
                 Stop::Finished => "finished",
                 Stop::MaxPages => "max-pages",
@@ -227,6 +255,13 @@ impl fmt::Display for Summary {
             }
         };
         writeln!(f, "crawl {how}")?;
+        if self.panics > 0 {
+            writeln!(
+                f,
+                "  INTERNAL ERRORS  {} fetch tasks failed with an internal error (a bug): their URLs are in skipped.tsv (internal-error)",
+                self.panics
+            )?;
+        }
         if self.resumed.from_checkpoint || self.resumed.journal_events > 0 {
             writeln!(
                 f,

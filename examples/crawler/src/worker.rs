@@ -1,9 +1,12 @@
 //! A worker: the hosts routed to it, each with its own queue, pace and robots.txt.
 //!
-//! Document 002's "same site serial": a host has at most `--per-host` requests in flight (one by
-//! default) and waits `max(--delay-ms, Crawl-delay)` between the starts of two requests. Its
-//! robots.txt is fetched before its first page. Different hosts run in parallel, within a
-//! worker and across workers.
+//! Document 002's "same site serial": a host ([`crate::job::host_of`]) has at most
+//! `--per-host` requests in flight (one by default) and waits `max(--delay-ms, Crawl-delay)`
+//! between the starts of two requests. robots.txt is read per origin (RFC 9309), before the
+//! origin's first page. Different hosts run in parallel, within a worker and across workers.
+//!
+//! A finished job goes to the engine's committer as a value ([`Outbox`]); the worker never
+//! records or admits anything itself.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -13,14 +16,48 @@ use tokio::task::JoinSet;
 use tokio::time::{Duration, Instant};
 use url::Url;
 
-use crate::crawl::Shared;
-use crate::frontier::{Job, JobKind};
-use crate::page::{self, Candidate};
+use crate::admission::{self, Candidate, FetchBudget};
+use crate::backend::Backend;
+use crate::job::{Job, JobKind};
+use crate::outbox::Outbox;
+use crate::page::{self, Context, Fetched};
 use crate::robots::RobotsRules;
+use crate::skip::SkipReason;
+
+/// Whether the crawl goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Halt {
+    Run,
+    /// Start no new fetch; finish the ones in flight.
+    Drain,
+    /// Stop at once (a fatal error): fetches in flight are abandoned.
+    Abort,
+}
+
+/// What every worker of a crawl shares.
+pub(crate) struct Crew<B> {
+    pub(crate) ctx: Arc<Context>,
+    pub(crate) backend: Arc<B>,
+    pub(crate) budget: Arc<FetchBudget>,
+    pub(crate) outbox: Outbox,
+    /// Raised to stop the crawl (here: when `--max-pages` is used up).
+    pub(crate) halt: Arc<watch::Sender<Halt>>,
+}
+
+impl<B> Clone for Crew<B> {
+    fn clone(&self) -> Self {
+        Self {
+            ctx: self.ctx.clone(),
+            backend: self.backend.clone(),
+            budget: self.budget.clone(),
+            outbox: self.outbox.clone(),
+            halt: self.halt.clone(),
+        }
+    }
+}
 
 #[derive(Debug)]
 enum Robots {
-    Unknown,
     Fetching,
     Ready(Arc<RobotsRules>),
 }
@@ -28,19 +65,24 @@ enum Robots {
 #[derive(Debug)]
 struct Host {
     queue: VecDeque<Job>,
-    /// Requests waiting for their response.
+    /// Requests waiting for their response (robots.txt included).
     in_flight: usize,
-    /// Pages fetched or being fetched and not yet committed: at most twice `--per-host`, so a
-    /// slow parser cannot pile up bodies, and a kill repeats at most that many fetches.
+    /// Pages fetched or being fetched and not yet handed to the committer: at most twice
+    /// `--per-host`, so a slow parser cannot pile up bodies.
     unfinished: usize,
     next_start: Instant,
     delay: Duration,
-    robots: Robots,
+    /// robots.txt of each origin of this host seen so far.
+    robots: HashMap<String, Robots>,
 }
 
 /// What a finished task tells its worker.
 enum Finished {
-    Robots(String, RobotsRules),
+    Robots {
+        host: String,
+        origin: String,
+        rules: RobotsRules,
+    },
     Page(String),
 }
 
@@ -58,27 +100,30 @@ impl Drop for HostSlot {
 }
 
 /// Runs a worker until the crawl stops and its own requests have finished.
-pub(crate) async fn run(
-    shared: Arc<Shared>,
+pub(crate) async fn run<B: Backend>(
+    crew: Crew<B>,
     mut inbox: mpsc::UnboundedReceiver<Job>,
-    mut stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<Halt>,
 ) {
     let mut hosts: HashMap<String, Host> = HashMap::new();
     let mut tasks: JoinSet<Finished> = JoinSet::new();
     let (free, mut freed) = mpsc::unbounded_channel::<String>();
     loop {
-        let stopping = *stop.borrow_and_update();
+        let halt = *stop.borrow_and_update();
+        let stopping = halt != Halt::Run;
         let wake = if stopping {
             None
         } else {
-            dispatch(&shared, &mut hosts, &mut tasks, &free)
+            dispatch(&crew, &mut hosts, &mut tasks, &free)
         };
-        if stopping && tasks.is_empty() {
+        // Jobs routed here and not started are given back by the backend when this process
+        // leaves (or stay in the checkpoint's run queue); so are the ones abandoned here.
+        if halt == Halt::Abort || (stopping && tasks.is_empty()) {
             break;
         }
         let sleep = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now));
         tokio::select! {
-            Some(job) = inbox.recv(), if !stopping => enqueue(&shared, &mut hosts, job),
+            Some(job) = inbox.recv(), if !stopping => enqueue(&crew, &mut hosts, job),
             Some(host) = freed.recv() => {
                 if let Some(h) = hosts.get_mut(&host) {
                     h.in_flight -= 1;
@@ -90,8 +135,10 @@ pub(crate) async fn run(
                         h.unfinished -= 1;
                     }
                 }
-                Ok(Finished::Robots(host, rules)) => robots_ready(&shared, &mut hosts, host, rules),
-                // Only the outer wrapper could fail here, and it does not panic.
+                Ok(Finished::Robots { host, origin, rules }) => {
+                    robots_ready(&crew, &mut hosts, &host, origin, rules);
+                }
+                // The tasks catch their own panics (see `start_page`).
                 Err(_) => {}
             },
             () = sleep, if wake.is_some() => {}
@@ -100,48 +147,47 @@ pub(crate) async fn run(
     }
 }
 
-fn enqueue(shared: &Shared, hosts: &mut HashMap<String, Host>, job: Job) {
-    let key = crate::state::host_key(&job.url);
-    let host = hosts.entry(key).or_insert_with(|| Host {
+fn enqueue<B: Backend>(crew: &Crew<B>, hosts: &mut HashMap<String, Host>, job: Job) {
+    let host = hosts.entry(job.host()).or_insert_with(|| Host {
         queue: VecDeque::new(),
         in_flight: 0,
         unfinished: 0,
         next_start: Instant::now(),
-        // A shared crawl's host delay is held in Redis: claims of the host's URLs start that
-        // far apart over all processes, and pacing them here again would bunch requests of
-        // different processes together.
-        delay: if shared.shared_queue().is_some() {
+        // A backend that paces hosts spaces the claims of a host's URLs over all processes;
+        // pacing them here again would bunch requests of different processes together.
+        delay: if crew.backend.paces_hosts() {
             Duration::ZERO
         } else {
-            shared.config.delay
+            crew.ctx.config.delay
         },
-        robots: if shared.config.robots {
-            Robots::Unknown
-        } else {
-            Robots::Ready(Arc::new(RobotsRules::AllowAll))
-        },
+        robots: HashMap::new(),
     });
     host.queue.push_back(job);
 }
 
-fn robots_ready(
-    shared: &Arc<Shared>,
+/// The origin (`scheme://host:port`) whose robots.txt rules `url`.
+fn origin_of(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+fn robots_ready<B: Backend>(
+    crew: &Crew<B>,
     hosts: &mut HashMap<String, Host>,
-    key: String,
+    key: &str,
+    origin: String,
     rules: RobotsRules,
 ) {
-    let Some(host) = hosts.get_mut(&key) else {
+    let Some(host) = hosts.get_mut(key) else {
         return;
     };
     host.in_flight -= 1;
-    // A shared crawl's host delay is in Redis (shared when robots.txt was read).
-    if let (Some(d), None) = (rules.crawl_delay(), shared.shared_queue()) {
+    if let (Some(d), false) = (rules.crawl_delay(), crew.backend.paces_hosts()) {
         host.delay = host.delay.max(d);
         host.next_start = Instant::now() + host.delay;
     }
-    if shared.config.sitemaps {
-        let base = host.queue.front().and_then(|j| Url::parse(&j.url).ok());
-        let candidates = rules
+    if crew.ctx.config.sitemaps {
+        let base = Url::parse(&origin).ok();
+        let candidates: Vec<Candidate> = rules
             .sitemaps()
             .iter()
             .filter_map(|s| match &base {
@@ -154,106 +200,168 @@ fn robots_ready(
                 hops: 0,
                 kind: JobKind::Sitemap,
             })
-            .collect::<Vec<_>>();
+            .collect();
         if !candidates.is_empty() {
-            shared.offer(candidates);
+            crew.outbox.offer(candidates);
         }
     }
-    host.robots = Robots::Ready(Arc::new(rules));
+    host.robots.insert(origin, Robots::Ready(Arc::new(rules)));
 }
 
 /// Starts what may start now; returns when the next host becomes ready, if one is waiting.
-fn dispatch(
-    shared: &Arc<Shared>,
+fn dispatch<B: Backend>(
+    crew: &Crew<B>,
     hosts: &mut HashMap<String, Host>,
     tasks: &mut JoinSet<Finished>,
     free: &mpsc::UnboundedSender<String>,
 ) -> Option<Instant> {
+    let config = &crew.ctx.config;
     let now = Instant::now();
     let mut wake: Option<Instant> = None;
     for (key, host) in hosts.iter_mut() {
-        if host.queue.is_empty() {
-            continue;
-        }
-        let rules = match &host.robots {
-            Robots::Fetching => continue,
-            Robots::Unknown => {
-                let Some(origin) = host.queue.front().and_then(|j| Url::parse(&j.url).ok()) else {
-                    continue;
-                };
-                host.robots = Robots::Fetching;
-                host.in_flight += 1;
-                let (shared, key) = (shared.clone(), key.clone());
-                tasks.spawn(async move {
-                    let fetch = {
-                        let (shared, origin) = (shared.clone(), origin.clone());
-                        async move {
-                            RobotsRules::fetch(
-                                &shared.fetcher,
-                                &origin,
-                                crate::options::AGENT_TOKEN,
-                            )
-                            .await
-                        }
-                    };
-                    let rules = tokio::spawn(fetch).await.unwrap_or_else(|e| {
-                        RobotsRules::Unreachable(format!("internal error: {e}"))
-                    });
-                    // In a shared crawl the host's Crawl-delay holds for every process: it is
-                    // in Redis before this process sends the host its first page request.
-                    if let Some(d) = rules.crawl_delay() {
-                        shared.share_host_delay(origin.as_str(), d).await;
-                    }
-                    Finished::Robots(key, rules)
-                });
-                continue;
-            }
-            Robots::Ready(rules) => rules.clone(),
-        };
-        while host.in_flight < shared.config.per_host
-            && host.unfinished < 2 * shared.config.per_host
+        while host.in_flight < config.per_host
+            && host.unfinished < 2 * config.per_host
             && now >= host.next_start
         {
-            let Some(job) = host.queue.pop_front() else {
+            let Some(job) = host.queue.front() else {
                 break;
             };
-            if let Some(reason) = rules.verdict(&job.url) {
-                let detail = match &*rules {
-                    RobotsRules::Unreachable(why) => why.clone(),
-                    _ => String::new(),
-                };
-                shared.give_up(&job, Some((reason, detail)));
+            let Some(origin) = Url::parse(&job.url).ok().map(|u| origin_of(&u)) else {
+                let job = host.queue.pop_front().expect("a front job");
+                crew.outbox
+                    .finished(Fetched::failed(job, SkipReason::BadUrl, String::new()));
+                continue;
+            };
+            let rules = match host.robots.get(&origin) {
+                Some(Robots::Ready(rules)) => rules.clone(),
+                Some(Robots::Fetching) => break,
+                None if !config.robots => {
+                    let all = Arc::new(RobotsRules::AllowAll);
+                    host.robots.insert(origin, Robots::Ready(all.clone()));
+                    all
+                }
+                None => {
+                    host.robots.insert(origin.clone(), Robots::Fetching);
+                    host.in_flight += 1;
+                    tasks.spawn(fetch_robots(crew.clone(), key.clone(), origin));
+                    break;
+                }
+            };
+            let job = host.queue.pop_front().expect("a front job");
+            if let Some((reason, detail)) = admission::at_dispatch(&rules, &job) {
+                crew.outbox.finished(Fetched::failed(job, reason, detail));
                 continue;
             }
-            if !shared.claim_fetch() {
+            if !crew.budget.take() {
                 host.queue.push_front(job);
+                crew.halt.send_if_modified(|h| {
+                    let drain = *h == Halt::Run;
+                    if drain {
+                        *h = Halt::Drain;
+                    }
+                    drain
+                });
                 return None;
             }
             host.in_flight += 1;
             host.unfinished += 1;
             host.next_start = now + host.delay;
-            let (shared, task_key) = (shared.clone(), key.clone());
             let slot = HostSlot {
                 host: key.clone(),
                 free: free.clone(),
             };
-            tasks.spawn(async move {
-                // A bug in processing one page must not hang the crawl: its URL is reported
-                // and completed, so the run queue still drains.
-                let processing = page::process(shared.clone(), job.clone(), slot);
-                if let Err(e) = tokio::spawn(processing).await {
-                    let why = format!("internal error: {e}");
-                    shared.give_up(&job, Some((crate::skip::SkipReason::FetchFailed, why)));
-                }
-                Finished::Page(task_key)
-            });
+            tasks.spawn(start_page(crew.clone(), key.clone(), job, slot));
         }
-        if !host.queue.is_empty()
-            && host.in_flight < shared.config.per_host
-            && host.next_start > now
-        {
+        if !host.queue.is_empty() && host.in_flight < config.per_host && host.next_start > now {
             wake = Some(wake.map_or(host.next_start, |w| w.min(host.next_start)));
         }
     }
     wake
+}
+
+/// Fetches an origin's robots.txt; in a crawl whose backend paces hosts, its `Crawl-delay`
+/// is given to the backend before the host's first page request.
+async fn fetch_robots<B: Backend>(crew: Crew<B>, host: String, origin: String) -> Finished {
+    let rules = match Url::parse(&origin) {
+        Ok(url) => {
+            let ctx = crew.ctx.clone();
+            let fetch = async move {
+                RobotsRules::fetch(&ctx.fetcher, &url, crate::options::AGENT_TOKEN).await
+            };
+            // A panic while reading robots.txt must not leave the host waiting forever.
+            tokio::spawn(fetch)
+                .await
+                .unwrap_or_else(|e| RobotsRules::Unreachable(format!("internal error: {e}")))
+        }
+        Err(_) => RobotsRules::AllowAll,
+    };
+    if let (Some(d), true) = (rules.crawl_delay(), crew.backend.paces_hosts()) {
+        let delay = d.max(crew.ctx.config.delay);
+        if let Err(e) = crew.backend.share_host_delay(host.clone(), delay).await {
+            crew.outbox
+                .warn(format!("{host}: cannot share its crawl delay: {e}"));
+        }
+    }
+    Finished::Robots {
+        host,
+        origin,
+        rules,
+    }
+}
+
+/// Fetches and reads one job and hands the result to the committer. A panic while doing so
+/// (a bug) is caught: the job is recorded as failed (`internal-error` in the skip report) and
+/// the crawl ends with an error, rather than the job vanishing from the run queue.
+async fn start_page<B: Backend>(crew: Crew<B>, host: String, job: Job, slot: HostSlot) -> Finished {
+    let ctx = crew.ctx.clone();
+    let processing = {
+        let job = job.clone();
+        async move { page::process(&ctx, job, slot).await }
+    };
+    let fetched = match tokio::spawn(processing).await {
+        Ok(fetched) => fetched,
+        Err(e) => {
+            let why = match e.try_into_panic() {
+                Ok(payload) => panic_message(payload.as_ref()),
+                Err(e) => e.to_string(),
+            };
+            crew.outbox.panicked();
+            Fetched::failed(job, SkipReason::InternalError, why)
+        }
+    };
+    crew.outbox.finished(fetched);
+    Finished::Page(host)
+}
+
+/// The message of a panic's payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::host_of;
+
+    #[test]
+    fn robots_txt_is_per_origin_and_politeness_per_host() {
+        let a = Url::parse("http://a.example/x").unwrap();
+        let b = Url::parse("https://a.example/y").unwrap();
+        assert_eq!(host_of(&a), host_of(&b));
+        assert_ne!(origin_of(&a), origin_of(&b));
+    }
+
+    #[test]
+    fn a_panic_says_what_it_was() {
+        let caught = std::panic::catch_unwind(|| panic!("boom {}", 7)).unwrap_err();
+        assert_eq!(panic_message(caught.as_ref()), "panicked: boom 7");
+        let caught = std::panic::catch_unwind(|| panic!("plain")).unwrap_err();
+        assert_eq!(panic_message(caught.as_ref()), "panicked: plain");
+    }
 }

@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{Gate, Reply, Site, crawl, skipped, skipped_for, temp_out, warc_responses};
+use common::{
+    Gate, Reply, Site, crawl, crawl_ending, skipped, skipped_for, temp_out, warc_responses,
+};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
@@ -203,7 +205,8 @@ fn unreachable_robots_txt_means_disallow_all() {
         _ => Reply::html("page"),
     });
     let (_tmp, out) = temp_out();
-    crawl(&out, &site.url("/"), &[]);
+    // Nothing could be fetched: the exit status says so.
+    crawl_ending(&out, &site.url("/"), &[], 4);
     assert_eq!(site.hits().keys().collect::<Vec<_>>(), ["/robots.txt"]);
     assert_eq!(skipped_for(&out, "robots-unreachable"), [site.url("/")]);
 }

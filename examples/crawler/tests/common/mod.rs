@@ -210,12 +210,18 @@ pub fn crawler(out: &Path) -> Command {
     c
 }
 
-/// Runs a crawl of `seed` with extra `args` to its end.
+/// Runs a crawl of `seed` with extra `args` to its end, which must be a success.
 pub fn crawl(out: &Path, seed: &str, args: &[&str]) -> Output {
+    crawl_ending(out, seed, args, 0)
+}
+
+/// Runs a crawl of `seed` with extra `args` to its end, which must be exit status `code`.
+pub fn crawl_ending(out: &Path, seed: &str, args: &[&str], code: i32) -> Output {
     let output = crawler(out).arg(seed).args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "crawler failed: {}\n{}",
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "crawler ended otherwise: {}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );

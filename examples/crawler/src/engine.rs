@@ -1,0 +1,541 @@
+//! The crawl engine, one for both modes. Where the run queue and the done set live is the
+//! [`Backend`]; everything else is here once:
+//!
+//! ```text
+//!   backend ──take──▶ feeder ──route──▶ workers ──fetch, parse──▶ outbox
+//!      ▲                                                             │
+//!      └────────────── commit ◀── admission rules ◀── committer ◀────┘
+//! ```
+//!
+//! A job flows one way: the feeder takes it from the backend and routes it to the worker of
+//! its host; the worker paces the host, checks robots.txt and fetches; the page's result goes
+//! to the committer as a value. The committer records it (WARC, skip report, counters), asks
+//! the admission rules ([`crate::admission`]) which of its links join the crawl, and commits
+//! the batch to the backend. Nothing below calls back up.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use tokio::sync::{mpsc, watch};
+
+use crate::admission::{Candidate, FetchBudget, Offer, Rules};
+use crate::backend::local::LocalBackend;
+use crate::backend::shared::{SharedBackend, SharedSettings};
+use crate::backend::{Backend, BackendReport, Done, Take};
+use crate::canonical::Canonicalizer;
+use crate::error::CrawlError;
+use crate::fetch::{Fetcher, Validators};
+use crate::job::JobKind;
+use crate::kernel::Kernels;
+use crate::logger::Logger;
+use crate::monitor::{Counters, Monitor, Refresh};
+use crate::options::CrawlConfig;
+use crate::outbox::{Message, Outbox};
+use crate::page::{Context, Fetched};
+use crate::records::Records;
+use crate::router::Router;
+use crate::summary::{Ending, Stop, Summary};
+use crate::worker::{self, Crew, Halt};
+
+/// How long an idle feeder waits before it asks the backend again (another process may have
+/// queued work meanwhile).
+const IDLE_POLL: Duration = Duration::from_millis(50);
+
+/// What a run prints when it ends, and how the process exits.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub(crate) summary: Box<Summary>,
+    extra: serde_json::Value,
+}
+
+impl Report {
+    /// The summary as text, or as one JSON line.
+    pub(crate) fn render(&self, json: bool) -> String {
+        if json {
+            self.summary.json(self.extra.clone())
+        } else {
+            self.summary.to_string()
+        }
+    }
+
+    /// The exit status: 0 when the crawl did its job (see docs/crawler.md, "Exit status").
+    pub(crate) fn exit_code(&self) -> u8 {
+        self.summary.exit_code()
+    }
+}
+
+/// Runs a crawl to its end (queue empty, --max-pages, a signal, the stop flag or a fatal
+/// error).
+pub(crate) async fn run(
+    config: CrawlConfig,
+    sharing: Option<SharedSettings>,
+) -> Result<Report, CrawlError> {
+    let out = config.out.clone();
+    std::fs::create_dir_all(&out).map_err(CrawlError::io("creating output directory", &out))?;
+    let software = format!("url-dedup-crawler/{}", env!("CARGO_PKG_VERSION"));
+    match sharing {
+        None => {
+            let (backend, records) = LocalBackend::open(&out, &config, &software)?;
+            let logger = backend.logger();
+            let name = out.display().to_string();
+            drive(config, backend, records, logger, name).await
+        }
+        Some(settings) => {
+            let (backend, records) = SharedBackend::open(&config, &settings, &software).await?;
+            let logger = backend.logger();
+            drive(config, backend, records, logger, settings.name.clone()).await
+        }
+    }
+}
+
+/// Everything the engine's tasks share.
+struct Engine<B> {
+    ctx: Arc<Context>,
+    backend: Arc<B>,
+    records: Mutex<Records>,
+    monitor: Arc<Monitor>,
+    budget: Arc<FetchBudget>,
+    outbox: Outbox,
+    router: Router,
+    halt: Arc<watch::Sender<Halt>>,
+    fatal: Mutex<Option<CrawlError>>,
+    /// The backend found the crawl complete.
+    finished: AtomicBool,
+    /// A signal asked this process to stop.
+    interrupted: AtomicBool,
+    /// The shared crawl's stop flag was raised.
+    flagged: AtomicBool,
+}
+
+impl<B: Backend> Engine<B> {
+    fn records(&self) -> MutexGuard<'_, Records> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Asks every worker to start no new fetch and to finish when its fetches are done.
+    fn request_stop(&self) {
+        self.halt.send_if_modified(|h| {
+            let drain = *h == Halt::Run;
+            if drain {
+                *h = Halt::Drain;
+            }
+            drain
+        });
+    }
+
+    /// Records a fatal error (the output directory cannot be written, Redis is gone) and
+    /// stops the crawl at once: fetches in flight are abandoned, to be fetched again by the
+    /// next run or by another process.
+    fn fail(&self, e: CrawlError) {
+        self.fatal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+        self.halt.send_replace(Halt::Abort);
+    }
+
+    fn seeds(&self) -> Vec<Candidate> {
+        self.ctx
+            .config
+            .seeds
+            .iter()
+            .map(|url| Candidate {
+                url: url.clone(),
+                depth: 0,
+                hops: 0,
+                kind: JobKind::Page,
+            })
+            .collect()
+    }
+
+    /// Records a batch of finished jobs, admits the links they found (and the offers made
+    /// outside of pages), and commits it all to the backend.
+    async fn commit(&self, batch: Vec<Message>) -> Result<(), CrawlError> {
+        let mut offers = Vec::new();
+        let mut done = Vec::new();
+        let mut warnings = Vec::new();
+        {
+            let mut records = self.records();
+            for message in batch {
+                match message {
+                    Message::Fetched(f) => self.record(&mut records, *f, &mut offers, &mut done)?,
+                    Message::Offer(found) => {
+                        offers.extend(found.into_iter().map(|candidate| Offer {
+                            from: None,
+                            candidate,
+                        }))
+                    }
+                    Message::Warn(w) => warnings.push(w),
+                }
+            }
+        }
+        for w in warnings {
+            self.monitor.logger.warn(&w).await;
+        }
+        let rules = Rules {
+            canon: &self.ctx.canon,
+            config: &self.ctx.config,
+        };
+        let admitted = rules.admit(&*self.backend, offers, done).await?;
+        let mut records = self.records();
+        records.stats.duplicate_links += admitted.duplicates;
+        records.stats.canonicalized += admitted.canonicalized;
+        records.stats.admitted += admitted.queued.len() as u64;
+        for r in &admitted.refusals {
+            records.skip(r.reason, &r.url, &r.detail)?;
+        }
+        records.flush_skips();
+        Ok(())
+    }
+
+    /// Records one finished job: its skip, counters and WARC records; collects its links
+    /// and what the backend must hear of it.
+    fn record(
+        &self,
+        records: &mut Records,
+        f: Fetched,
+        offers: &mut Vec<Offer>,
+        done: &mut Vec<Done>,
+    ) -> Result<(), CrawlError> {
+        if let Some(e) = f.fatal {
+            self.fail(e);
+        }
+        let job = f.job;
+        if let Some((reason, detail)) = &f.problem {
+            records.skip(*reason, &job.url, detail)?;
+        }
+        records.stats.nofollow += f.unfollowed.0;
+        records.stats.not_web += f.unfollowed.1;
+        if let Some((hash, decoded)) = f.body {
+            records.body_seen_hash(hash);
+            records.stats.decoded += u64::from(decoded);
+        }
+        records.stats.mirror_files += u64::from(f.mirrored);
+        let (warc_len, status, validators) = match &f.exchange {
+            Some(x) => {
+                records.stats.redirects +=
+                    u64::from(x.status.is_redirection() && !f.links.is_empty());
+                if job.kind == JobKind::Sitemap {
+                    records.stats.sitemap_urls +=
+                        f.links.iter().filter(|c| c.kind == JobKind::Page).count() as u64;
+                }
+                records.stats.not_modified += u64::from(x.status == StatusCode::NOT_MODIFIED);
+                let validators = x
+                    .status
+                    .is_success()
+                    .then(|| Validators::of(&x.headers))
+                    .flatten();
+                let warc_len = records.exchange(&job.url, x)?;
+                (warc_len, Some(x.status.as_u16()), validators)
+            }
+            None => (records.warc_offset(), None, None),
+        };
+        let from: Arc<str> = job.url.clone();
+        offers.extend(f.links.into_iter().map(|candidate| Offer {
+            from: Some(from.clone()),
+            candidate,
+        }));
+        done.push(Done {
+            fetched: f.exchange.is_some(),
+            status,
+            warc_len,
+            validators,
+            job,
+        });
+        Ok(())
+    }
+
+    /// Why the run ended, the same way in both modes.
+    fn stop_reason(&self) -> Stop {
+        if self.finished.load(Ordering::Relaxed) {
+            Stop::Finished
+        } else if self.interrupted.load(Ordering::Relaxed) || self.flagged.load(Ordering::Relaxed) {
+            Stop::Interrupted
+        } else if self.budget.used_up() {
+            Stop::MaxPages
+        } else {
+            Stop::Interrupted
+        }
+    }
+}
+
+/// Runs the crawl on `backend`.
+async fn drive<B: Backend>(
+    config: CrawlConfig,
+    backend: B,
+    records: Records,
+    logger: Logger,
+    crawl_name: String,
+) -> Result<Report, CrawlError> {
+    let begin = Instant::now();
+    let backend = Arc::new(backend);
+    let fetcher = Fetcher::new(config.fetch.clone())?;
+    let shared = backend.paces_hosts();
+    let monitor = Arc::new(Monitor::new(
+        backend.process(),
+        crawl_name,
+        shared,
+        config.rate,
+        logger,
+    ));
+    let kernels = Kernels::standard(
+        config.respect_nofollow,
+        crate::budget::ParseBudget::new(config.fetch.max_body),
+    );
+    let workers = config.workers;
+    let budget = Arc::new(FetchBudget::new(config.max_pages, backend.pages_before()));
+    let ctx = Arc::new(Context {
+        config,
+        canon: Canonicalizer::default(),
+        fetcher,
+        kernels,
+        pacer: monitor.pacer.clone(),
+    });
+    let mut inboxes = Vec::new();
+    let mut senders = Vec::new();
+    for _ in 0..workers {
+        let (tx, rx) = mpsc::unbounded_channel();
+        senders.push(tx);
+        inboxes.push(rx);
+    }
+    let (outbox, inbox) = Outbox::new();
+    let halt = Arc::new(watch::Sender::new(Halt::Run));
+    let engine = Arc::new(Engine {
+        ctx: ctx.clone(),
+        backend: backend.clone(),
+        records: Mutex::new(records),
+        monitor: monitor.clone(),
+        budget: budget.clone(),
+        outbox: outbox.clone(),
+        router: Router::new(senders)?,
+        halt: halt.clone(),
+        fatal: Mutex::new(None),
+        finished: AtomicBool::new(false),
+        interrupted: AtomicBool::new(false),
+        flagged: AtomicBool::new(false),
+    });
+    let _ = monitor.refresh.set(refresh_from(Arc::downgrade(&engine)));
+    if let Some(addr) = ctx.config.status {
+        crate::monitor::start(monitor.clone(), addr).await?;
+    }
+
+    let crew = Crew {
+        ctx,
+        backend,
+        budget,
+        outbox: outbox.clone(),
+        halt: halt.clone(),
+    };
+    let workers: Vec<_> = inboxes
+        .into_iter()
+        .map(|inbox| tokio::spawn(worker::run(crew.clone(), inbox, halt.subscribe())))
+        .collect();
+    drop(crew);
+    // The run queue of an interrupted crawl comes first; the seeds are offered in every run
+    // (and by every process of a shared crawl): the done set lets each in once.
+    outbox.offer(engine.seeds());
+    let committer = tokio::spawn(commit_all(engine.clone(), inbox));
+    let feeder = tokio::spawn(feed(engine.clone()));
+
+    let signals = crate::signals::listen(crate::signals::Handlers {
+        // In a shared crawl this process leaves; the others carry on (the stop flag is for
+        // ending them all).
+        drain: {
+            let engine = engine.clone();
+            move || {
+                engine.interrupted.store(true, Ordering::Relaxed);
+                engine.request_stop();
+            }
+        },
+        abort: {
+            let engine = engine.clone();
+            move || {
+                engine.records().flush();
+                engine.backend.abort();
+            }
+        },
+    })
+    .map_err(CrawlError::io(
+        "installing signal handlers",
+        &engine.ctx.config.out,
+    ))?;
+    let background = tokio::spawn(housekeeping(engine.clone()));
+    for w in workers {
+        let _ = w.await;
+    }
+    signals.abort();
+    feeder.abort();
+    // Everything finished is committed before this process ends its part.
+    outbox.close();
+    let _ = committer.await;
+    background.abort();
+
+    let fatal = engine
+        .fatal
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    let finished = engine.backend.finish(fatal.as_ref()).await;
+    engine.records().flush();
+    if let Some(e) = fatal {
+        monitor.logger.error(&e.to_string()).await;
+        return Err(explain_reset(e));
+    }
+    finished?;
+    let report = engine.backend.report().await;
+    let ending = Ending {
+        stop: engine.stop_reason(),
+        shared,
+        elapsed: begin.elapsed(),
+        panics: outbox.panics(),
+    };
+    let BackendReport { extra, .. } = &report;
+    let extra = extra.clone();
+    let summary = Summary::new(&engine.ctx.config, &mut engine.records(), &report, ending);
+    Ok(Report {
+        summary: Box::new(summary),
+        extra,
+    })
+}
+
+/// Takes jobs from the backend while this process has room and routes them to the workers;
+/// ends the crawl when the backend finds it complete.
+async fn feed<B: Backend>(engine: Arc<Engine<B>>) {
+    let mut halt = engine.halt.subscribe();
+    let room = engine.backend.room();
+    loop {
+        if *halt.borrow_and_update() != Halt::Run {
+            return;
+        }
+        // Registered before `held` is read, so a commit finishing meanwhile is not missed.
+        let settled = engine.outbox.settled();
+        tokio::pin!(settled);
+        settled.as_mut().enable();
+        let held = engine.outbox.held() as usize;
+        if held >= room {
+            tokio::select! {
+                () = &mut settled => {}
+                _ = halt.changed() => {}
+            }
+            continue;
+        }
+        // Taking is cancel-safe: what a shared backend claimed and was not routed stays
+        // claimed by this process and goes back when it leaves.
+        let took = tokio::select! {
+            took = engine.backend.take(room - held, held == 0) => took,
+            _ = halt.changed() => continue,
+        };
+        match took {
+            Ok(Take::Jobs(jobs)) => {
+                engine.outbox.hold(jobs.len() as u64);
+                jobs.into_iter().for_each(|j| engine.router.route(j));
+            }
+            Ok(Take::Idle) => {
+                tokio::select! {
+                    () = &mut settled => {}
+                    _ = halt.changed() => {}
+                    () = tokio::time::sleep(IDLE_POLL) => {}
+                }
+            }
+            Ok(Take::Finished) => {
+                engine.finished.store(true, Ordering::Relaxed);
+                engine.request_stop();
+                return;
+            }
+            Ok(Take::Restart) => engine.outbox.offer(engine.seeds()),
+            Err(e) => {
+                engine.fail(e);
+                return;
+            }
+        }
+    }
+}
+
+/// Commits finished jobs in batches: everything finished while the previous batch was being
+/// committed goes in the next.
+async fn commit_all<B: Backend>(
+    engine: Arc<Engine<B>>,
+    mut inbox: mpsc::UnboundedReceiver<Message>,
+) {
+    let mut batch = Vec::new();
+    while inbox.recv_many(&mut batch, 256).await > 0 {
+        let held: u64 = batch.iter().map(Message::held).sum();
+        if let Err(e) = engine.commit(std::mem::take(&mut batch)).await {
+            engine.fail(e);
+        }
+        engine.outbox.settle(held);
+    }
+}
+
+/// Periodic duties of the backend (checkpoints, or heartbeats and the leader's work), the
+/// status page's backend figures, and progress lines.
+async fn housekeeping<B: Backend>(engine: Arc<Engine<B>>) {
+    let every = engine.backend.housekeeping_period();
+    let progress = engine.ctx.config.progress && std::io::stderr().is_terminal();
+    let mut duty = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    duty.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            _ = duty.tick() => match engine.backend.housekeep().await {
+                Ok(true) => {
+                    engine.flagged.store(true, Ordering::Relaxed);
+                    engine.request_stop();
+                }
+                Ok(false) => {}
+                Err(e) => engine.fail(e),
+            },
+            _ = tick.tick() => {
+                let report = engine.backend.report().await;
+                engine.monitor.set_backend_figures(report.extra.clone());
+                if progress {
+                    eprintln!(
+                        "fetched {} pages, {} queued",
+                        report.pages_total, report.pending
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A Redis that lost the crawl's data stops the crawl with what happened and what it means.
+fn explain_reset(e: CrawlError) -> CrawlError {
+    if crate::backend::shared::is_reset(&e) {
+        CrawlError::Options(format!(
+            "{e}\nRedis lost the shared crawl's data (a restart without persistence, a flush, \
+             an eviction): its run queue and done set are gone, so this process stopped \
+             instead of taking an empty queue for a finished crawl. Pages already fetched \
+             would be fetched again by a new crawl under the same name; \
+             --after-redis-reset continue goes on from the seeds instead."
+        ))
+    } else {
+        e
+    }
+}
+
+/// Copies the figures of this run (kept in its records) into the monitor's counters.
+fn refresh_from<B: Backend>(engine: Weak<Engine<B>>) -> Refresh {
+    Box::new(move |c: &Counters| {
+        let Some(engine) = engine.upgrade() else {
+            return;
+        };
+        let r = engine.records();
+        let s = &r.stats;
+        for (counter, value) in [
+            (&c.fetched, s.fetched),
+            (&c.not_modified, s.not_modified),
+            (&c.queued, s.admitted),
+            (&c.duplicates, s.duplicate_links),
+            (&c.nofollow, s.nofollow),
+            (&c.not_web, s.not_web),
+            (&c.bytes, s.wire_bytes),
+        ] {
+            counter.store(value, Ordering::Relaxed);
+        }
+        c.set_skips(r.skips.counts());
+    })
+}
