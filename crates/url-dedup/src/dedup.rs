@@ -1408,12 +1408,29 @@ impl std::fmt::Debug for UrlDedup {
 }
 
 /// The exact filter's answers for the valid items of a batch, in order, or how it failed:
-/// whether it was a reset, and the store's message.
-type Answers = Result<Vec<bool>, (bool, String)>;
+/// its kind, and the store's message.
+type Answers = Result<Vec<bool>, (Failure, String)>;
+
+/// How a store failed, kept for every item of a batch.
+#[derive(Clone, Copy, Debug)]
+enum Failure {
+    Reset,
+    Unavailable,
+    Other,
+}
 
 /// [`Answers`] from the exact filter's result, its failure kept as text for every item.
 fn answers_of(result: Result<Vec<bool>, Error>) -> Answers {
-    result.map_err(|e| (e.is_reset(), e.to_string()))
+    result.map_err(|e| {
+        let kind = if e.is_reset() {
+            Failure::Reset
+        } else if e.is_unavailable() {
+            Failure::Unavailable
+        } else {
+            Failure::Other
+        };
+        (kind, e.to_string())
+    })
 }
 
 /// Each item of a batch with the exact filter's answer for it (one answer per valid item, in
@@ -1458,12 +1475,11 @@ fn settled<C>(
     })
 }
 
-/// What each URL of a batch carries when the store failed: whether it was a reset, and the
-/// store's message.
-fn batch_error(&(reset, ref message): &(bool, String)) -> Error {
-    if reset {
-        Error::Reset(message.clone())
-    } else {
-        Error::Store(message.clone())
+/// What each URL of a batch carries when the store failed: its kind, and the store's message.
+fn batch_error(&(kind, ref message): &(Failure, String)) -> Error {
+    match kind {
+        Failure::Reset => Error::Reset(message.clone()),
+        Failure::Unavailable => Error::Unavailable(message.clone()),
+        Failure::Other => Error::Store(message.clone()),
     }
 }

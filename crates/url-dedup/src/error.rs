@@ -29,6 +29,10 @@ pub enum Error {
     /// The filter's store failed while answering a batch; every URL of the batch carries this.
     #[error("filter store failed: {0}")]
     Store(String),
+    /// The shared filter's store could not be reached for its whole retry budget, in a batch
+    /// call (each URL carries the message; see [`is_unavailable`](Self::is_unavailable)).
+    #[error("filter store failed: {0}")]
+    Unavailable(String),
     /// The shared filter's Redis lost data it held (a restart without persistence, a
     /// `FLUSHALL`, a failover to a replica that missed writes): what a batch's URLs carry for
     /// the store's reset, so that a caller can tell it from a passing failure (see
@@ -80,6 +84,28 @@ impl Error {
             Self::Reset(_) => true,
             #[cfg(feature = "redis")]
             Self::Redis(url_dedup_redis::Error::StoreReset { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Error {
+    /// Whether the shared filter's store could not be reached for the whole retry budget: a
+    /// caller may try again later; nothing was lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::Error;
+    ///
+    /// assert!(Error::Unavailable("redis unavailable during contains".into()).is_unavailable());
+    /// assert!(!Error::Store("missing answer".into()).is_unavailable());
+    /// ```
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unavailable(_) => true,
+            #[cfg(feature = "redis")]
+            Self::Redis(url_dedup_redis::Error::Unavailable { .. }) => true,
             _ => false,
         }
     }

@@ -381,8 +381,9 @@ async fn drive<B: Backend>(
     let finished = engine.backend.finish(fatal.as_ref()).await;
     engine.records().flush();
     if let Some(e) = fatal {
+        let e = engine.backend.explain(e);
         monitor.logger.error(&e.to_string()).await;
-        return Err(explain_reset(e));
+        return Err(e);
     }
     finished?;
     let report = engine.backend.report().await;
@@ -499,21 +500,6 @@ async fn housekeeping<B: Backend>(engine: Arc<Engine<B>>) {
                 }
             }
         }
-    }
-}
-
-/// A Redis that lost the crawl's data stops the crawl with what happened and what it means.
-fn explain_reset(e: CrawlError) -> CrawlError {
-    if crate::backend::shared::is_reset(&e) {
-        CrawlError::Options(format!(
-            "{e}\nRedis lost the shared crawl's data (a restart without persistence, a flush, \
-             an eviction): its run queue and done set are gone, so this process stopped \
-             instead of taking an empty queue for a finished crawl. Pages already fetched \
-             would be fetched again by a new crawl under the same name; \
-             --after-redis-reset continue goes on from the seeds instead."
-        ))
-    } else {
-        e
     }
 }
 

@@ -472,6 +472,39 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any rate at all, checked or not, books slots without panicking and no further
+        /// apart than the slowest rate accepted; a rate the checks refuse never reaches here
+        /// from an option or the status page.
+        #[test]
+        fn the_pacer_takes_any_rate(rate in proptest::num::f64::ANY) {
+            let p = Pacer::new(rate);
+            let t0 = Instant::now();
+            if let (Some(a), Some(b)) = (p.book(t0), p.book(t0)) {
+                proptest::prop_assert!(b - a <= Duration::from_secs(1000));
+                proptest::prop_assert!(b > a);
+            }
+            p.set_rate(rate);
+            let _ = p.book(t0);
+            let accepted = check_rate(rate).is_ok();
+            proptest::prop_assert_eq!(
+                accepted,
+                rate == 0.0 || (MIN_RATE..=MAX_RATE).contains(&rate)
+            );
+        }
+    }
+
+    #[test]
+    fn extreme_rates_are_refused_with_the_range() {
+        for bad in [1e-300, -1.0, f64::NAN, f64::INFINITY, 1e7, 1e-4] {
+            let e = check_rate(bad).unwrap_err();
+            assert!(e.contains("from 0.001 to 1000000"), "{bad}: {e}");
+        }
+        for good in [0.0, 0.001, 1.0, 1e6] {
+            assert_eq!(check_rate(good), Ok(good));
+        }
+    }
+
     #[test]
     fn escapes_markup() {
         assert_eq!(escape("<a&b>"), "&lt;a&amp;b&gt;");

@@ -81,6 +81,7 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
     let Ok(url) = Url::parse(&job.url) else {
         return Fetched::failed(job, SkipReason::BadUrl, "does not parse".into());
     };
+    failpoint(&job);
     ctx.pacer.wait().await;
     // A seed is fetched whatever its type, so a feed or a sitemap given as a seed is read by
     // its kernel; links are refused on their headers when their type is not accepted.
@@ -183,6 +184,18 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
     }
     out.exchange = Some(exchange);
     out
+}
+
+/// Tests of debug builds make a fetch task fail with a bug: a job whose URL contains the
+/// value of `CRAWLER_TEST_PANIC_ON` panics here. Release builds have no such hook.
+fn failpoint(job: &Job) {
+    #[cfg(debug_assertions)]
+    if let Some(marker) = std::env::var_os("CRAWLER_TEST_PANIC_ON")
+        && job.url.contains(&*marker.to_string_lossy())
+    {
+        panic!("test failpoint on {}", job.url);
+    }
+    let _ = job;
 }
 
 /// Extracts the links of a page (rewriting them when mirroring); returns the rewritten page

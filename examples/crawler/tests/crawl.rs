@@ -671,10 +671,18 @@ fn the_status_page_is_served_by_a_single_process_crawl_too() {
         .trim_end_matches('/')
         .to_owned();
     common::wait_until(Duration::from_secs(60), || site.hit("/held") > 0);
-    let (code, body) = common::http(&addr, "GET", "/status.json");
-    assert_eq!(code, 200, "{body}");
-    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
-    // robots.txt is not a page; /, /a and /b are fetched, /held is in flight.
+    let status = || -> serde_json::Value {
+        let (code, body) = common::http(&addr, "GET", "/status.json");
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    // robots.txt is not a page; /, /a and /b are fetched, /held is in flight: the figures
+    // stand still once they are counted.
+    common::wait_until(Duration::from_secs(60), || {
+        let s = status();
+        s["fetched"] == 3 && s["skipped"] == 1
+    });
+    let status = status();
     assert_eq!(status["fetched"], 3, "{status}");
     assert_eq!(status["queued"], 4, "{status}");
     assert_eq!(status["duplicates"], 1, "{status}");
@@ -683,6 +691,11 @@ fn the_status_page_is_served_by_a_single_process_crawl_too() {
     let (code, html) = common::http(&addr, "GET", "/");
     assert_eq!(code, 200);
     assert!(html.contains("duplicates avoided"), "{html}");
+    // A rate nobody means is refused, and the limit stays as it was.
+    for absurd in ["1e-300", "-1", "1e9", "NaN"] {
+        let (code, body) = common::http(&addr, "POST", &format!("/rate?pages_per_sec={absurd}"));
+        assert_eq!(code, 400, "{absurd}: {body}");
+    }
     let (code, _) = common::http(&addr, "POST", "/rate?pages_per_sec=0");
     assert_eq!(code, 200);
     let (_, body) = common::http(&addr, "GET", "/status.json");

@@ -85,6 +85,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// This process's name in logs and output file names.
     fn process(&self) -> String;
 
+    /// `e`, a fatal error, said so that a user knows what happened and what it means.
+    fn explain(&self, e: CrawlError) -> CrawlError {
+        e
+    }
+
     /// Pages fetched before this run started (counted against `--max-pages`).
     fn pages_before(&self) -> u64;
 

@@ -2,6 +2,8 @@
 //! the real `crawler` binary.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod shared;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -198,6 +200,11 @@ impl Site {
     }
 
     /// Most requests the site served at once.
+    /// Requests received and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight.load(Ordering::SeqCst)
     }

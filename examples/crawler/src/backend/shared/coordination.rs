@@ -111,11 +111,8 @@ fn grace(lease: Duration) -> Duration {
 
 /// Whether the crawl's stop flag is raised.
 pub(crate) async fn stop_raised(b: &SharedBackend) -> Result<bool, CrawlError> {
-    b.called(1);
-    let mut conn = b.conn.clone();
-    let flag: Option<String> = redis::cmd("GET")
-        .arg(&b.keys.stop)
-        .query_async(&mut conn)
+    let flag: Option<String> = b
+        .query("read the stop flag", redis::cmd("GET").arg(&b.keys.stop))
         .await?;
     Ok(flag.is_some())
 }

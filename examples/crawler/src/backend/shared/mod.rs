@@ -34,8 +34,7 @@ use std::time::Duration;
 use url_dedup_bloom::HashKey;
 use url_dedup_partition::{NodeId, PartitionTable, RouteKey};
 use url_dedup_redis::{
-    ClaimedTask, Connection, FrontierSettings, LeaderLease, Link, Membership, Namespace, NewTask,
-    WorkerId,
+    ClaimedTask, FrontierSettings, LeaderLease, Link, Membership, Namespace, NewTask, WorkerId,
 };
 
 use self::coordination::Leadership;
@@ -109,7 +108,10 @@ pub(crate) struct SharedBackend {
     lease_ttl: Duration,
     /// Only its routing of host names to virtual nodes is used.
     table: PartitionTable,
-    conn: Connection,
+    /// Where Redis is, for messages.
+    redis: String,
+    /// How long a call retries before it gives up.
+    give_up: Duration,
     keys: Keys,
     every: Option<Duration>,
     seeds: Vec<String>,
@@ -165,9 +167,9 @@ impl SharedBackend {
     ) -> Result<(Self, Records), CrawlError> {
         let link = Link::connect_with(&settings.redis, settings.backoff).await?;
         let ns = Namespace::new(&settings.name)?;
-        let mut conn = link.connection();
+        let conn = link.connection();
         let me = WorkerId::random("crawler");
-        let (key, started) = crawl_key(&mut conn, &ns, None).await?;
+        let (key, started) = crawl_key(&link, &ns, None).await?;
         let build = StoreBuild {
             link: link.clone(),
             name: settings.name.clone(),
@@ -224,7 +226,8 @@ impl SharedBackend {
             leader: tokio::sync::Mutex::new(Leadership::default()),
             lease_ttl: settings.lease,
             table,
-            conn,
+            redis: settings.redis.clone(),
+            give_up: settings.backoff.give_up_after,
             keys: Keys {
                 stop: ns.key("stop"),
                 known: ns.key("known"),
@@ -280,6 +283,39 @@ impl SharedBackend {
         self.calls.fetch_add(n as u64, Ordering::Relaxed);
     }
 
+    /// Runs one command on the crawl's own keys, retried like every Redis call of the crawl
+    /// (`--redis-give-up-ms`). Commands sent this way are safe to send twice.
+    async fn query<T: redis::FromRedisValue>(
+        &self,
+        operation: &'static str,
+        cmd: &redis::Cmd,
+    ) -> Result<T, CrawlError> {
+        self.called(1);
+        Ok(self
+            .build
+            .link
+            .run(operation, |mut conn| async move {
+                cmd.query_async(&mut conn).await
+            })
+            .await?)
+    }
+
+    /// Runs a pipeline on the crawl's own keys, retried likewise.
+    async fn pipeline<T: redis::FromRedisValue>(
+        &self,
+        operation: &'static str,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, CrawlError> {
+        self.called(1);
+        Ok(self
+            .build
+            .link
+            .run(operation, |mut conn| async move {
+                pipe.query_async(&mut conn).await
+            })
+            .await?)
+    }
+
     /// The current store (stripes and done set).
     fn store(&self) -> Arc<Store> {
         self.store.read().unwrap_or_else(|p| p.into_inner()).clone()
@@ -317,9 +353,8 @@ impl SharedBackend {
                  every page fetched before may be fetched again ({fetched} by this process)"
             ))
             .await;
-        let mut conn = self.conn.clone();
         let ns = Namespace::new(&self.name)?;
-        let _ = crawl_key(&mut conn, &ns, Some(self.key)).await?;
+        let _ = crawl_key(&self.build.link, &ns, Some(self.key)).await?;
         let store = self.build.store().await?;
         *self.store.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(store);
         // The claims of the lost store are gone with it.
@@ -457,9 +492,7 @@ impl SharedBackend {
             for (url, validators) in &remember {
                 cmd.arg(*url).arg(validators);
             }
-            let mut conn = self.conn.clone();
-            self.called(1);
-            let _: u64 = cmd.query_async(&mut conn).await?;
+            let _: u64 = self.query("remember validators", &cmd).await?;
         }
         let mut queued = vec![false; commit.queue.len()];
         for (s, (indices, tasks, acks)) in work {
@@ -484,6 +517,28 @@ impl SharedBackend {
 impl Backend for SharedBackend {
     fn process(&self) -> String {
         self.me.to_string()
+    }
+
+    fn explain(&self, e: CrawlError) -> CrawlError {
+        if unreachable(&e) {
+            CrawlError::Options(format!(
+                "the shared crawl's Redis at {} could not be reached for {:.1} s \
+                 (--redis-give-up-ms), so this process stopped; the URLs it held go back to \
+                 the other processes when its lease expires: {e}",
+                self.redis,
+                self.give_up.as_secs_f64()
+            ))
+        } else if is_reset(&e) {
+            CrawlError::Options(format!(
+                "{e}\nRedis lost the shared crawl's data (a restart without persistence, a \
+                 flush, an eviction): its run queue and done set are gone, so this process \
+                 stopped instead of taking an empty queue for a finished crawl. Pages already \
+                 fetched would be fetched again by a new crawl under the same name; \
+                 --after-redis-reset continue goes on from the seeds instead."
+            ))
+        } else {
+            e
+        }
     }
 
     fn pages_before(&self) -> u64 {
@@ -519,9 +574,8 @@ impl Backend for SharedBackend {
                 .arg(key)
                 .arg(delta);
         }
-        let mut conn = self.conn.clone();
-        self.called(1);
-        let counts: Vec<i64> = pipe.query_async(&mut conn).await?;
+        // Sent twice after a lost reply, a count runs a budget out early, never late.
+        let counts: Vec<i64> = self.pipeline("count templates", &pipe).await?;
         Ok(counts.into_iter().map(|n| n.max(0) as u64).collect())
     }
 
@@ -664,11 +718,8 @@ impl SharedBackend {
     }
 
     async fn command_count(&self) -> Result<u64, CrawlError> {
-        self.called(1);
-        let mut conn = self.conn.clone();
-        let info: redis::Value = redis::cmd("INFO")
-            .arg("stats")
-            .query_async(&mut conn)
+        let info: redis::Value = self
+            .query("INFO stats", redis::cmd("INFO").arg("stats"))
             .await?;
         // A cluster answers for each master: the count is their sum.
         let texts: Vec<redis::Value> = match info {
@@ -691,13 +742,11 @@ impl SharedBackend {
 
 /// Whether `e` says that Redis could not be reached for the whole retry budget.
 fn unreachable(e: &CrawlError) -> bool {
-    matches!(
-        e,
-        CrawlError::Shared(url_dedup_redis::Error::Unavailable { .. })
-            | CrawlError::Done(url_dedup::Error::Redis(
-                url_dedup_redis::Error::Unavailable { .. }
-            ))
-    )
+    match e {
+        CrawlError::Shared(url_dedup_redis::Error::Unavailable { .. }) => true,
+        CrawlError::Done(e) => e.is_unavailable(),
+        _ => false,
+    }
 }
 
 /// Whether `e` says that Redis lost the crawl's data.

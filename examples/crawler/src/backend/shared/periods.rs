@@ -33,11 +33,8 @@ impl Default for Period {
 
 /// The crawl's current period (0 before the first revisit).
 async fn current(b: &SharedBackend) -> Result<u64, CrawlError> {
-    let mut conn = b.conn.clone();
-    b.called(1);
-    let p: Option<u64> = redis::cmd("GET")
-        .arg(&b.keys.period)
-        .query_async(&mut conn)
+    let p: Option<u64> = b
+        .query("read the period", redis::cmd("GET").arg(&b.keys.period))
         .await?;
     Ok(p.unwrap_or(0))
 }
@@ -87,25 +84,19 @@ pub(crate) async fn next(b: &SharedBackend, every: Duration) -> Result<(), Crawl
             p.began = Instant::now();
             return Ok(());
         }
-        let mut conn = b.conn.clone();
         // The claim expires, so a scheduler that dies half way is replaced.
-        b.called(1);
-        let won: Option<String> = redis::cmd("SET")
+        let claim = redis::cmd("SET")
             .arg(&scheduling)
             .arg(b.me.as_str())
             .arg("NX")
             .arg("PX")
             .arg(60_000)
-            .query_async(&mut conn)
-            .await?;
+            .clone();
+        let won: Option<String> = b.query("claim the next period", &claim).await?;
         if won.is_some() {
             let revisits = schedule_revisits(b).await?;
-            b.called(1);
-            let () = redis::cmd("SET")
-                .arg(&b.keys.period)
-                .arg(next)
-                .query_async(&mut conn)
-                .await?;
+            let set = redis::cmd("SET").arg(&b.keys.period).arg(next).clone();
+            let () = b.query("start the next period", &set).await?;
             b.logger
                 .info(&format!("period {next}: {revisits} revisits scheduled"));
             p.current = Some(next);
@@ -121,17 +112,15 @@ pub(crate) async fn next(b: &SharedBackend, every: Duration) -> Result<(), Crawl
 async fn schedule_revisits(b: &SharedBackend) -> Result<u64, CrawlError> {
     let mut known: HashMap<String, Option<Validators>> =
         b.seeds.iter().map(|u| (u.clone(), None)).collect();
-    let mut conn = b.conn.clone();
     let mut cursor = String::from("0");
     loop {
-        b.called(1);
-        let (next, flat): (String, Vec<String>) = redis::cmd("HSCAN")
+        let scan = redis::cmd("HSCAN")
             .arg(&b.keys.known)
             .arg(&cursor)
             .arg("COUNT")
             .arg(1000)
-            .query_async(&mut conn)
-            .await?;
+            .clone();
+        let (next, flat): (String, Vec<String>) = b.query("list known pages", &scan).await?;
         for pair in flat.chunks(2) {
             if let [url, validators] = pair {
                 known.insert(url.clone(), Validators::decode(validators));

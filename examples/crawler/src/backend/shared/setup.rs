@@ -6,9 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use url_dedup_bloom::HashKey;
-use url_dedup_redis::{
-    ClaimedTask, Connection, Frontier, FrontierSettings, Link, Namespace, NewTask,
-};
+use url_dedup_redis::{ClaimedTask, Frontier, FrontierSettings, Link, Namespace, NewTask};
 
 use crate::done::{DoneSet, FilterSize, SharedFilter};
 use crate::error::CrawlError;
@@ -61,7 +59,7 @@ fn name_crawl_in(out: &Path, name: &str) -> Result<bool, CrawlError> {
 /// The crawl's hash key: drawn by the first process (or `keep`, the key of a crawl going on
 /// after Redis lost its data), read by the others. Also says whether this process drew it.
 pub(crate) async fn crawl_key(
-    conn: &mut Connection,
+    link: &Link,
     ns: &Namespace,
     keep: Option<HashKey>,
 ) -> Result<(HashKey, bool), CrawlError> {
@@ -72,13 +70,21 @@ pub(crate) async fn crawl_key(
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let _: Option<String> = redis::cmd("SET")
-        .arg(&name)
-        .arg(&fresh)
-        .arg("NX")
-        .query_async(conn)
+    // Sent twice after a lost reply, `SET NX` still leaves the first key drawn.
+    let set = redis::cmd("SET").arg(&name).arg(&fresh).arg("NX").clone();
+    let _: Option<String> = link
+        .run("draw the crawl's key", |mut conn| {
+            let set = &set;
+            async move { set.query_async(&mut conn).await }
+        })
         .await?;
-    let stored: String = redis::cmd("GET").arg(&name).query_async(conn).await?;
+    let get = redis::cmd("GET").arg(&name).clone();
+    let stored: String = link
+        .run("read the crawl's key", |mut conn| {
+            let get = &get;
+            async move { get.query_async(&mut conn).await }
+        })
+        .await?;
     let bad = || CrawlError::Options(format!("{name} in Redis is not a 32-digit hex key"));
     if stored.len() != 32 || !stored.is_ascii() {
         return Err(bad());
