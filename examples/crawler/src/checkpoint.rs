@@ -7,19 +7,21 @@
 //! payload a line-oriented text blob packed into words) and the done set's whole state as the
 //! facade writes it (`UrlDedup::write_to`, kind `DEDUP_STATE`: the exact filter, the similarity
 //! filter with `--similar`, and the configuration they were built under). Both are
-//! checksummed. It is written to `checkpoint.tmp`, synced, and renamed over the old one,
-//! so a crash leaves either the old or the new checkpoint, never a mix; the journal of the old
-//! generation is deleted only after the rename.
+//! checksummed. It is written to a temporary file with an unpredictable name, synced, and
+//! renamed over the old one, so a crash leaves either the old or the new checkpoint, never a
+//! mix; the journal of the old generation is deleted only after the rename. It holds the done
+//! set's hash key, so it is readable by its owner only (0600).
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::{BufReader, BufWriter, Read};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use url_dedup_bloom::snapshot::{self, Kind, Limits, Params};
 
 use crate::done::{DoneSet, FilterSize};
 use crate::error::CrawlError;
+use crate::files::Access;
 
 /// The snapshot kind of the crawl state, in the range the workspace leaves to applications.
 const CRAWL_STATE: Kind = Kind(0x8101);
@@ -86,40 +88,27 @@ pub(crate) fn write(dir: &Path, state: CheckpointRef<'_>) -> Result<(), CrawlErr
         u64::from_le_bytes(w)
     });
 
-    let tmp = dir.join("checkpoint.tmp");
-    let err = CrawlError::io("writing checkpoint", &tmp);
-    let file = File::create(&tmp).map_err(CrawlError::io("creating checkpoint", &tmp))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    snapshot::write(
-        &mut out,
-        CRAWL_STATE,
-        params.as_bytes(),
-        bytes.len().div_ceil(8) as u64,
-        words,
-    )
-    .map_err(|e| CrawlError::Checkpoint {
-        path: tmp.clone(),
-        reason: e.to_string(),
-    })?;
-    state
-        .done
-        .write_to(&mut out)
-        .map_err(|e| CrawlError::Checkpoint {
-            path: tmp.clone(),
-            reason: e.to_string(),
-        })?;
-    let file = out
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .map_err(CrawlError::io("writing checkpoint", &tmp))?;
-    file.sync_all().map_err(err)?;
     let target = path(dir);
-    fs::rename(&tmp, &target).map_err(CrawlError::io("renaming checkpoint", &target))?;
-    // The rename is durable only once the directory entry is.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    let written = crate::files::replace(dir, Path::new("checkpoint"), Access::Private, |file| {
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        snapshot::write(
+            &mut out,
+            CRAWL_STATE,
+            params.as_bytes(),
+            bytes.len().div_ceil(8) as u64,
+            words,
+        )
+        .map_err(std::io::Error::other)?;
+        state
+            .done
+            .write_to(&mut out)
+            .map_err(std::io::Error::other)?;
+        out.flush()
+    });
+    written.map_err(|e| CrawlError::Checkpoint {
+        path: target,
+        reason: e.to_string(),
+    })
 }
 
 /// Reads the checkpoint of `dir`, `None` when there is none; its done set must have been
@@ -217,6 +206,7 @@ pub(crate) fn read(dir: &Path, size: FilterSize) -> Result<Option<Checkpoint>, C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     const SIZE: FilterSize = FilterSize {
         expected_urls: 1000,

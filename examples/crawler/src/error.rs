@@ -16,6 +16,10 @@ pub(crate) enum CrawlError {
     /// The checkpoint is damaged or was written by an incompatible build.
     #[error("checkpoint {}: {reason}", path.display())]
     Checkpoint { path: PathBuf, reason: String },
+    /// The output directory holds crawl state that is damaged or incomplete, and going on
+    /// would lose or overwrite records: the message says what and what to do.
+    #[error("{0}")]
+    DamagedState(String),
     /// A seed is not an absolute http(s) URL.
     #[error("seed {0:?} is not an absolute http(s) URL")]
     BadSeed(String),

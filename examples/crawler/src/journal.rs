@@ -16,7 +16,9 @@
 //! `kill -9` loses nothing, and refetches only URLs admitted but not done: the ones in flight.
 //! A torn last line (the kill hit mid-write) is ignored and cut off.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
+
+use crate::files::{Access, Open};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -49,11 +51,8 @@ impl Journal {
     /// Opens the journal of `generation` for appending, first cutting it to `valid_len` bytes
     /// (the end of its last whole line).
     pub(crate) fn open(dir: &Path, generation: u64, valid_len: u64) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(false)
-            .open(path(dir, generation))?;
+        let name = path(Path::new(""), generation);
+        let file = crate::files::open(dir, &name, Open::ReadWrite, Access::Private)?;
         file.set_len(valid_len)?;
         let mut out = BufWriter::new(file);
         io::Seek::seek(&mut out, io::SeekFrom::Start(valid_len))?;
@@ -154,6 +153,7 @@ fn bad(path: &Path, offset: u64) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
 
     #[test]
     fn replays_whole_lines_and_cuts_a_torn_tail() {

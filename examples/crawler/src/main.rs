@@ -68,6 +68,7 @@ mod done;
 mod engine;
 mod error;
 mod fetch;
+mod files;
 mod job;
 mod journal;
 mod kernel;

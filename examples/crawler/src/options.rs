@@ -164,6 +164,12 @@ pub(crate) struct Options {
     #[arg(long, default_value_t = 30, conflicts_with = "redis")]
     pub(crate) checkpoint_secs: u64,
 
+    /// Start a new crawl in an output directory that holds an earlier one the crawler cannot
+    /// resume (its checkpoint is gone, or its WARC file was cut): the earlier crawl's files
+    /// are moved to `OUT/previous-<time>/`, nothing is deleted.
+    #[arg(long, conflicts_with = "redis")]
+    pub(crate) restart: bool,
+
     /// Print the end-of-run summary as one JSON object (counters, skips per reason; a shared
     /// crawl's process name and Redis figures) instead of text.
     #[arg(long)]
@@ -267,6 +273,8 @@ pub(crate) struct CrawlConfig {
     pub(crate) requisites: bool,
     pub(crate) filter: FilterSize,
     pub(crate) checkpoint_every: Duration,
+    /// Move an earlier crawl that cannot be resumed aside and start anew.
+    pub(crate) restart: bool,
     pub(crate) progress: bool,
     /// Where to serve the status page, if anywhere.
     pub(crate) status: Option<std::net::SocketAddr>,
@@ -399,6 +407,7 @@ impl Options {
                 false_positive_rate: self.false_positive_rate,
             },
             checkpoint_every: Duration::from_secs(self.checkpoint_secs.max(1)),
+            restart: self.restart,
             progress: !self.quiet,
             status: self.status,
             rate: self.rate,

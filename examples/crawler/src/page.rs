@@ -166,15 +166,14 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
                     JobKind::Sitemap => None,
                 };
                 if let (true, Some(as_kind)) = (config.mirror, as_kind) {
-                    let path = config
-                        .out
-                        .join("mirror")
-                        .join(mirror::path_as(&url, as_kind));
+                    let rel = std::path::Path::new("mirror").join(mirror::path_as(&url, as_kind));
                     let data = stored.as_deref().unwrap_or(&body);
-                    match write_file(&path, data) {
+                    let shared = crate::files::Access::Shared;
+                    match crate::files::write(&config.out, &rel, data, shared) {
                         Ok(()) => out.mirrored = true,
                         Err(e) => {
-                            out.fatal = Some(CrawlError::io("writing mirror file", &path)(e));
+                            let path = config.out.join(&rel);
+                            out.fatal = Some(CrawlError::io("writing mirror file", path)(e));
                         }
                     }
                 }
@@ -317,11 +316,4 @@ fn push_links(out: &mut Vec<Candidate>, links: Vec<Url>, follow_feeds: bool, dep
         hops: 0,
         kind,
     }));
-}
-
-fn write_file(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, data)
 }

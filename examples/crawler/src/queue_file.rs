@@ -9,7 +9,9 @@
 //! file and the journal together are the run queue.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
+
+use crate::files::{Access, Open};
 use std::io::{self, BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -43,12 +45,8 @@ impl QueueFile {
     /// that recorded it; 0 for a new crawl), reading from its start.
     pub(crate) fn open(dir: &Path, generation: u64, len: u64) -> io::Result<Self> {
         let path = path(dir, generation);
-        let file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .write(true)
-            .truncate(false)
-            .open(&path)?;
+        let name = self::path(Path::new(""), generation);
+        let file = crate::files::open(dir, &name, Open::ReadWrite, Access::Private)?;
         if file.metadata()?.len() < len {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

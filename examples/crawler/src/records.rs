@@ -63,8 +63,8 @@ impl Records {
     ) -> Result<Self, CrawlError> {
         let warc_path = dir.join(warc.map_or("crawl.warc", |(name, _)| name));
         let writer = match warc {
-            Some((_, committed)) => Some(
-                WarcWriter::open(&warc_path, committed, software)
+            Some((name, committed)) => Some(
+                WarcWriter::open(dir, name, committed, software)
                     .map_err(CrawlError::io("opening WARC", &warc_path))?,
             ),
             None => None,

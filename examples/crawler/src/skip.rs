@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
@@ -154,10 +154,12 @@ pub(crate) struct SkipLog {
 impl SkipLog {
     /// Opens (appending) `skipped.tsv` in `dir`.
     pub(crate) fn open(dir: &Path) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("skipped.tsv"))?;
+        let file = crate::files::open(
+            dir,
+            Path::new("skipped.tsv"),
+            crate::files::Open::Append,
+            crate::files::Access::Shared,
+        )?;
         // Sized small: it grows with the skips, and most crawls skip few distinct URLs.
         let reported = UrlDedup::builder()
             .no_canonicalization()

@@ -28,6 +28,11 @@ pub(crate) struct Resumed {
     pub(crate) pages_done: u64,
     pub(crate) from_checkpoint: bool,
     pub(crate) journal_events: usize,
+    /// The checkpoint's journal was missing: what happened after the checkpoint is forgotten.
+    pub(crate) journal_missing: bool,
+    /// What the run found wrong with the state it resumed and went on from (said on stderr
+    /// and in the summary).
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Jobs handed to workers and not done, in admission order.
@@ -122,6 +127,7 @@ impl CrawlState {
             .map_err(CrawlError::io("opening the run queue", &queue_path))?;
         let mut done_since = HashSet::new();
         let journal_path = journal::path(dir, generation);
+        resumed.journal_missing = resumed.from_checkpoint && !journal_path.exists();
         let (events, valid) = journal::replay(&journal_path)
             .map_err(CrawlError::io("reading journal", &journal_path))?;
         resumed.journal_events = events.len();

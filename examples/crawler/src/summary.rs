@@ -207,6 +207,7 @@ impl Summary {
         };
         let mut out = serde_json::json!({
             "internal_errors": self.panics,
+            "warnings": self.resumed.warnings,
             "stop": match self.stop {
                 Stop::Finished => "finished",
                 Stop::MaxPages => "max-pages",
@@ -255,6 +256,9 @@ impl fmt::Display for Summary {
             }
         };
         writeln!(f, "crawl {how}")?;
+        for w in &self.resumed.warnings {
+            writeln!(f, "  WARNING          {w}")?;
+        }
         if self.panics > 0 {
             writeln!(
                 f,

@@ -10,7 +10,7 @@
 //! as each page is committed, and the committed length is journaled, so after a crash the file
 //! is cut back to its last whole, committed record before the crawl continues.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,15 +26,15 @@ pub(crate) struct WarcWriter {
 }
 
 impl WarcWriter {
-    /// Opens `path`, cutting it to `committed` bytes (the journaled length) when it is longer;
-    /// a new file starts with a `warcinfo` record.
-    pub(crate) fn open(path: &Path, committed: u64, software: &str) -> io::Result<Self> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .write(true)
-            .truncate(false)
-            .open(path)?;
+    /// Opens `name` in `dir` (never through a link), cutting it to `committed` bytes (the
+    /// journaled length) when it is longer; a new file starts with a `warcinfo` record.
+    pub(crate) fn open(dir: &Path, name: &str, committed: u64, software: &str) -> io::Result<Self> {
+        let mut file = crate::files::open(
+            dir,
+            Path::new(name),
+            crate::files::Open::ReadWrite,
+            crate::files::Access::Shared,
+        )?;
         let len = file.metadata()?.len();
         let offset = committed.min(len);
         file.set_len(offset)?;

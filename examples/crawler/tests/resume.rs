@@ -4,14 +4,42 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Reply, Site, crawl, crawler, skipped, temp_out, warc_responses};
+use common::{Gate, Reply, Site, crawl, crawler, skipped, temp_out, warc_responses};
 
 const PAGES: u32 = 240;
 
-fn site() -> Site {
-    Site::start(|target, _| {
+/// Holds the site's pages from a given request on behind a gate, so a crawl stands still where
+/// the test wants to kill it, however fast or slow the machine.
+#[derive(Clone, Default)]
+struct Valve {
+    served: Arc<AtomicUsize>,
+    /// Pages from this request on wait for `gate`.
+    limit: Arc<AtomicUsize>,
+    gate: Arc<Mutex<Gate>>,
+}
+
+impl Valve {
+    /// Holds every page request after the first `n` (counted from the site's start).
+    fn hold_after(&self, n: usize) {
+        *self.gate.lock().unwrap() = Gate::default();
+        self.limit.store(n, Ordering::SeqCst);
+    }
+
+    /// Lets every page through, the held ones too.
+    fn open(&self) {
+        self.limit.store(usize::MAX, Ordering::SeqCst);
+        self.gate.lock().unwrap().open();
+    }
+}
+
+fn site(valve: &Valve) -> Site {
+    let valve = valve.clone();
+    valve.open();
+    Site::start(move |target, _| {
         if target == "/robots.txt" {
             return Reply::new(200, "text/plain", b"User-agent: *\nAllow: /\n".to_vec());
         }
@@ -33,24 +61,59 @@ fn site() -> Site {
                 )
             })
             .collect();
-        Reply::html(format!("<html><body>{links}</body></html>")).delayed(Duration::from_millis(3))
+        let reply = Reply::html(format!("<html><body>{links}</body></html>"));
+        let n = valve.served.fetch_add(1, Ordering::SeqCst);
+        if n >= valve.limit.load(Ordering::SeqCst) {
+            reply.held(&valve.gate.lock().unwrap())
+        } else {
+            reply
+        }
     })
 }
 
-fn pages_fetched(site: &Site) -> usize {
-    site.hits().keys().filter(|k| k.starts_with("/p/")).count()
+/// The newest generation of the crawl's state in `out` (its queue files are numbered).
+fn generation(out: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_prefix("queue-")?
+                .strip_suffix(".txt")?
+                .parse()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
-/// Starts a crawl, kills it with SIGKILL once the site has served `after` pages.
-fn crawl_and_kill(site: &Site, out: &std::path::Path, after: usize, per_host: &str) {
+/// Starts a crawl and kills it with SIGKILL once it stands still with `after` pages served
+/// and the next ones held in flight (and, with `checkpointed`, once it has written a
+/// checkpoint after the one it started from).
+fn crawl_and_kill(
+    site: &Site,
+    valve: &Valve,
+    out: &std::path::Path,
+    after: usize,
+    per_host: usize,
+    checkpointed: bool,
+) {
+    let before = generation(out);
+    valve.hold_after(after);
     let mut child = crawler(out)
         .arg(site.url("/"))
-        .args(["--per-host", per_host, "--checkpoint-secs", "1"])
+        .args([
+            "--per-host",
+            &per_host.to_string(),
+            "--checkpoint-secs",
+            "1",
+        ])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while pages_fetched(site) < after {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while site.in_flight() < per_host || (checkpointed && generation(out) <= before) {
         assert!(Instant::now() < deadline, "crawl made no progress");
         if let Some(status) = child.try_wait().unwrap() {
             panic!("crawler ended before it could be killed: {status}");
@@ -59,15 +122,17 @@ fn crawl_and_kill(site: &Site, out: &std::path::Path, after: usize, per_host: &s
     }
     child.kill().unwrap(); // SIGKILL: no destructor, no final checkpoint
     child.wait().unwrap();
+    valve.open();
 }
 
 fn kill_twice_then_finish(per_host: usize) {
-    let site = site();
+    let valve = Valve::default();
+    let site = site(&valve);
     let (_tmp, out) = temp_out();
-    crawl_and_kill(&site, &out, 60, &per_host.to_string());
-    // Let at least one periodic checkpoint happen in the second run, so both the checkpoint
+    crawl_and_kill(&site, &valve, &out, 60, per_host, false);
+    // At least one periodic checkpoint happens in the second run, so both the checkpoint
     // and the journal after it are replayed.
-    crawl_and_kill(&site, &out, 170, &per_host.to_string());
+    crawl_and_kill(&site, &valve, &out, 170, per_host, true);
     let output = crawl(&out, &site.url("/"), &["--per-host", &per_host.to_string()]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

@@ -18,6 +18,81 @@ use crate::state::{CrawlState, FilterSize};
 /// waits on disk.
 const MIN_WINDOW: usize = 4096;
 
+/// The WARC file of a single-process crawl.
+const WARC: &str = "crawl.warc";
+
+/// Files of a crawl's state and records, as the output directory names them: what
+/// `--restart` moves aside.
+fn crawl_file(name: &str) -> bool {
+    name == "checkpoint"
+        || name == WARC
+        || name == "skipped.tsv"
+        || (name.starts_with("journal-") && name.ends_with(".log"))
+        || (name.starts_with("queue-") && name.ends_with(".txt"))
+}
+
+/// Why `dir` holds an earlier crawl that cannot be resumed, if it does: its records or later
+/// generations of its state are there, but not the checkpoint they belong to. (A crawl killed
+/// before its first checkpoint has its generation-0 journal and resumes from it.)
+fn orphaned(dir: &Path) -> Result<Option<String>, CrawlError> {
+    if dir.join("checkpoint").exists() || crate::journal::path(dir, 0).exists() {
+        return Ok(None);
+    }
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(CrawlError::io("reading output directory", dir)(e)),
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let size = entry.metadata().map_or(0, |m| m.len());
+        let state = name.starts_with("journal-") || name.starts_with("queue-");
+        if (name == WARC && size > 0) || (state && crawl_file(&name)) {
+            found.push(name);
+        }
+    }
+    found.sort();
+    Ok((!found.is_empty()).then(|| {
+        format!(
+            "{} holds an earlier crawl ({}) but not its checkpoint: it cannot be resumed, and \
+             starting over would overwrite its WARC file",
+            dir.display(),
+            found.join(", ")
+        )
+    }))
+}
+
+/// With `--restart`, moves the earlier crawl's files to `dir/previous-<time>/` and says so;
+/// otherwise stops with `why` and what to do.
+fn restart_or_refuse(dir: &Path, restart: bool, why: &str) -> Result<(), CrawlError> {
+    if !restart {
+        return Err(CrawlError::DamagedState(format!(
+            "{why}. Run with --restart to move the earlier crawl's files aside and start anew \
+             (nothing is deleted), or restore the missing file."
+        )));
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let aside = dir.join(format!("previous-{stamp}"));
+    std::fs::create_dir(&aside).map_err(CrawlError::io("creating", &aside))?;
+    let entries =
+        std::fs::read_dir(dir).map_err(CrawlError::io("reading output directory", dir))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if crawl_file(&name.to_string_lossy()) {
+            let to = aside.join(&name);
+            std::fs::rename(entry.path(), &to).map_err(CrawlError::io("moving aside", &to))?;
+        }
+    }
+    eprintln!(
+        "crawler: {why}; --restart: its files are in {}, and a new crawl starts",
+        aside.display()
+    );
+    Ok(())
+}
+
 /// The run queue and done set of a single-process crawl.
 #[derive(Debug)]
 pub(crate) struct LocalBackend {
@@ -41,8 +116,45 @@ impl LocalBackend {
         software: &str,
     ) -> Result<(Self, Records), CrawlError> {
         let size: FilterSize = config.filter;
-        let (state, resumed) = CrawlState::open(dir, size)?;
-        let warc = config.warc.then_some(("crawl.warc", state.warc_len()));
+        if let Some(why) = orphaned(dir)? {
+            restart_or_refuse(dir, config.restart, &why)?;
+        }
+        let (mut state, mut resumed) = CrawlState::open(dir, size)?;
+        let warc_file = std::fs::symlink_metadata(dir.join(WARC));
+        // A link in the WARC file's place is refused when the file is opened.
+        let linked = warc_file.as_ref().is_ok_and(|m| m.file_type().is_symlink());
+        if config.warc && !linked {
+            let on_disk = warc_file.map_or(0, |m| m.len());
+            if on_disk < state.warc_len() {
+                let why = format!(
+                    "{} holds {on_disk} bytes, but the crawl had written {} bytes of records to \
+                     it: it was cut or replaced, and the records of pages fetched before are \
+                     gone. Resuming would write after a cut record",
+                    dir.join(WARC).display(),
+                    state.warc_len()
+                );
+                drop(state);
+                restart_or_refuse(dir, config.restart, &why)?;
+                (state, resumed) = CrawlState::open(dir, size)?;
+            } else if resumed.journal_missing && on_disk > state.warc_len() {
+                resumed.warnings.push(format!(
+                    "the journal after the last checkpoint is missing: what was admitted and \
+                     fetched since that checkpoint is forgotten, its pages will be fetched again, \
+                     and the {} bytes of WARC records written meanwhile are cut",
+                    on_disk - state.warc_len()
+                ));
+            }
+        } else if resumed.journal_missing {
+            resumed.warnings.push(
+                "the journal after the last checkpoint is missing: the pages fetched since that \
+                 checkpoint, if any, will be fetched again"
+                    .into(),
+            );
+        }
+        for w in &resumed.warnings {
+            eprintln!("crawler: warning: {w}");
+        }
+        let warc = config.warc.then_some((WARC, state.warc_len()));
         let records = Records::open(dir, warc, software)?;
         let backend = Self {
             pages_before: state.pages_done(),

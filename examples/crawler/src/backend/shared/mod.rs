@@ -210,8 +210,8 @@ impl SharedBackend {
             settings.log_cap,
         );
         let backend = Self {
-            fetched: Record::create(out.join(format!("fetched-{me}.tsv")))?,
-            admitted: Record::create(out.join(format!("admitted-{me}.tsv")))?,
+            fetched: Record::create(out, &format!("fetched-{me}.tsv"))?,
+            admitted: Record::create(out, &format!("admitted-{me}.tsv"))?,
             name: settings.name.clone(),
             store: std::sync::RwLock::new(Arc::new(store)),
             build,

@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::error::CrawlError;
@@ -14,8 +14,16 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    pub(crate) fn create(path: PathBuf) -> Result<Self, CrawlError> {
-        let file = File::create(&path).map_err(CrawlError::io("creating", &path))?;
+    /// Creates (or empties) `name` in `out`.
+    pub(crate) fn create(out: &Path, name: &str) -> Result<Self, CrawlError> {
+        let path = out.join(name);
+        let file = crate::files::open(
+            out,
+            Path::new(name),
+            crate::files::Open::Truncate,
+            crate::files::Access::Shared,
+        )
+        .map_err(CrawlError::io("creating", &path))?;
         Ok(Self {
             path,
             out: Mutex::new(BufWriter::new(file)),

@@ -11,6 +11,7 @@ use url_dedup_redis::{ClaimedTask, Frontier, FrontierSettings, Link, Namespace, 
 use crate::done::{DoneSet, FilterSize, SharedFilter};
 use crate::error::CrawlError;
 use crate::fetch::Validators;
+use crate::files::Access;
 use crate::job::{Job, JobKind};
 
 /// Separates the fields of a task's data; no header value or number holds it.
@@ -51,7 +52,14 @@ fn name_crawl_in(out: &Path, name: &str) -> Result<bool, CrawlError> {
     let path = out.join(SHARED_CRAWL_FILE);
     let before = std::fs::read_to_string(&path).is_ok_and(|s| s.trim_end() == name);
     if !before {
-        std::fs::write(&path, format!("{name}\n")).map_err(CrawlError::io("writing", &path))?;
+        let line = format!("{name}\n");
+        crate::files::write(
+            out,
+            Path::new(SHARED_CRAWL_FILE),
+            line.as_bytes(),
+            Access::Private,
+        )
+        .map_err(CrawlError::io("writing", &path))?;
     }
     Ok(before)
 }
