@@ -4,7 +4,8 @@
 //! A link is admitted when, in this order:
 //!
 //! 1. it has a canonical form ([`crate::canonical`]);
-//! 2. its canonical form is in the crawl's scope ([`crate::scope`]);
+//! 2. its canonical form is in the crawl's scope ([`crate::scope`]) and, unless it is a seed
+//!    or a page's requisite, passes `--accept-regex` and `--reject-regex`;
 //! 3. it passes the trap rules at its depth: length, `/` count, repeated segments, depth
 //!    ([`crate::traps`]);
 //! 4. when it continues the template of the page it was found on, that template's budget is
@@ -86,7 +87,9 @@ pub(crate) struct Rules<'a> {
 
 impl Rules<'_> {
     /// The canonical form of `link` if the crawl may follow it at `depth`: steps 1 to 3.
-    pub(crate) fn vet(&self, link: &Url, depth: u32) -> Result<Url, Refusal> {
+    /// `chosen` says it was chosen by the user or the page's own needs (a seed, a requisite),
+    /// not followed as a link: link patterns then do not apply.
+    pub(crate) fn vet(&self, link: &Url, depth: u32, chosen: bool) -> Result<Url, Refusal> {
         let url = self.canon.canonicalize(link).map_err(|reason| Refusal {
             reason,
             url: link.to_string(),
@@ -97,6 +100,13 @@ impl Rules<'_> {
                 reason: SkipReason::OutOfScope,
                 url: url.into(),
                 detail: String::new(),
+            });
+        }
+        if !chosen && let Some(why) = self.config.patterns.refuses(url.as_str()) {
+            return Err(Refusal {
+                reason: SkipReason::Pattern,
+                url: url.into(),
+                detail: why,
             });
         }
         if let Err(reason) = self.config.traps.check(&url, depth) {
@@ -122,7 +132,8 @@ impl Rules<'_> {
         let mut distinct = HashSet::new();
         let mut vetted = Vec::with_capacity(offers.len());
         for Offer { from, candidate: c } in offers {
-            let url = match self.vet(&c.url, c.depth) {
+            let chosen = (from.is_none() && c.depth == 0) || c.kind == JobKind::Requisite;
+            let url = match self.vet(&c.url, c.depth, chosen) {
                 Ok(url) => url,
                 Err(refusal) => {
                     out.refusals.push(refusal);
@@ -334,9 +345,7 @@ mod tests {
         args.extend(["http://t.example/", "--out"]);
         args.push(out.to_str().unwrap());
         args.extend(extra);
-        Options::parse_from(args)
-            .config(&Canonicalizer::default())
-            .unwrap()
+        Options::parse_from(args).config().unwrap()
     }
 
     /// What happened to each offered link: queued, or left out and why.

@@ -5,7 +5,10 @@
 //! workspace's `url_dedup_canon::Canonicalizer` with its default crawler policy (RFC 3986
 //! normalization; fragments, tracking and session parameters removed; query parameters sorted;
 //! no `www.` or scheme folding, so a canonical URL is always one the site serves). This module
-//! only adapts it to parsed URLs and maps its errors to skip reasons.
+//! adapts it to parsed URLs, maps its errors to skip reasons, and drops user information
+//! (`http://user:password@host/`): a password does not belong in a WARC record's target URI or
+//! the done set, and the same page with and without it is one page (`--keep-userinfo` keeps
+//! it, and the fetch then sends it as an `Authorization` header the WARC records).
 
 use std::borrow::Cow;
 
@@ -18,17 +21,33 @@ use crate::skip::SkipReason;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Canonicalizer {
     inner: url_dedup_canon::Canonicalizer,
+    /// Keep `user:password@` (`--keep-userinfo`).
+    keep_userinfo: bool,
 }
 
 impl Canonicalizer {
+    /// A canonicalizer that keeps user information in URLs.
+    pub(crate) fn keeping_userinfo(keep: bool) -> Self {
+        Self {
+            keep_userinfo: keep,
+            ..Self::default()
+        }
+    }
+
     /// The canonical form of `url`, or why it has none.
     pub(crate) fn canonicalize(&self, url: &Url) -> Result<Url, SkipReason> {
-        match self.inner.canonicalize(url.as_str()) {
-            Ok(Cow::Borrowed(_)) => Ok(url.clone()),
-            Ok(Cow::Owned(s)) => Url::parse(&s).map_err(|_| SkipReason::BadUrl),
-            Err(CanonError::TooLong { .. }) => Err(SkipReason::UrlTooLong),
-            Err(_) => Err(SkipReason::BadUrl),
+        let mut url = match self.inner.canonicalize(url.as_str()) {
+            Ok(Cow::Borrowed(_)) => url.clone(),
+            Ok(Cow::Owned(s)) => Url::parse(&s).map_err(|_| SkipReason::BadUrl)?,
+            Err(CanonError::TooLong { .. }) => return Err(SkipReason::UrlTooLong),
+            Err(_) => return Err(SkipReason::BadUrl),
+        };
+        if !self.keep_userinfo && (!url.username().is_empty() || url.password().is_some()) {
+            // Both succeed on an http(s) URL, the only kind the canonicalizer accepts.
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
         }
+        Ok(url)
     }
 }
 
@@ -55,6 +74,21 @@ mod tests {
         ] {
             assert_eq!(canon(s), want, "{s}");
         }
+    }
+
+    #[test]
+    fn user_information_is_dropped_unless_kept() {
+        assert_eq!(
+            canon("http://user:pw@example.com/x"),
+            "http://example.com/x"
+        );
+        assert_eq!(canon("http://user@example.com/x"), "http://example.com/x");
+        let keep = Canonicalizer::keeping_userinfo(true);
+        let url = Url::parse("http://user:pw@example.com/x").unwrap();
+        assert_eq!(
+            keep.canonicalize(&url).unwrap().as_str(),
+            "http://user:pw@example.com/x"
+        );
     }
 
     #[test]

@@ -212,7 +212,7 @@ pub(crate) async fn run(options: &Options) -> Result<(), CrawlError> {
         "print copies, a calendar trap, an ever-deeper archive, a growing search URL, redirects,"
     );
     println!("a redirect loop, a nofollow link, a PDF, a gzip bomb, links hidden in a script)\n");
-    let config = options.config(&crate::canonical::Canonicalizer::default())?;
+    let config = options.config()?;
     let summary = crate::engine::run(config, None).await?.summary;
     println!("{summary}");
 

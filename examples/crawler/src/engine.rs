@@ -214,6 +214,7 @@ impl<B: Backend> Engine<B> {
             records.stats.decoded += u64::from(decoded);
         }
         records.stats.mirror_files += u64::from(f.mirrored);
+        records.stats.retries += u64::from(f.retries);
         let (warc_len, status, validators) = match &f.exchange {
             Some(x) => {
                 records.stats.redirects +=
@@ -287,9 +288,10 @@ async fn drive<B: Backend>(
     );
     let workers = config.workers;
     let budget = Arc::new(FetchBudget::new(config.max_pages, backend.pages_before()));
+    let canon = Canonicalizer::keeping_userinfo(config.keep_userinfo);
     let ctx = Arc::new(Context {
         config,
-        canon: Canonicalizer::default(),
+        canon,
         fetcher,
         kernels,
         pacer: monitor.pacer.clone(),

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use reqwest::header::{self, HeaderMap, HeaderValue};
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, StatusCode, Version, redirect};
 use url::Url;
 
@@ -108,6 +108,44 @@ impl BodyLimit {
 pub(crate) struct FetchFailure {
     pub(crate) reason: SkipReason,
     pub(crate) detail: String,
+    /// A passing failure worth trying again: a timeout, a connection reset after it was
+    /// made. A refused connection, a name that does not resolve or a refused type is not.
+    pub(crate) transient: bool,
+}
+
+/// How failed fetches are tried again (`--retries`, `--retry-wait-ms`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Retry {
+    pub(crate) times: u32,
+    pub(crate) first_wait: Duration,
+}
+
+/// The longest wait before a retry, whatever `Retry-After` asks.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(600);
+
+impl Retry {
+    /// The wait before retry number `attempt` (0 for the first): what the server's
+    /// `Retry-After` asks, else the first wait doubled at each attempt, at most 10 minutes.
+    pub(crate) fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        retry_after
+            .unwrap_or_else(|| {
+                self.first_wait
+                    .saturating_mul(2u32.saturating_pow(attempt.min(20)))
+            })
+            .min(MAX_RETRY_WAIT)
+    }
+
+    /// Whether a response with `status` is worth trying again.
+    pub(crate) fn transient(status: StatusCode) -> bool {
+        matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504)
+    }
+
+    /// What a response's `Retry-After` asks, in seconds (an HTTP date is taken as "later":
+    /// the doubling wait applies).
+    pub(crate) fn after(x: &Exchange) -> Option<Duration> {
+        let secs: u64 = x.header(header::RETRY_AFTER)?.trim().parse().ok()?;
+        Some(Duration::from_secs(secs))
+    }
 }
 
 /// A complete response, body as it came off the wire.
@@ -208,14 +246,34 @@ impl Fetcher {
         known: Option<&Validators>,
     ) -> Result<Exchange, FetchFailure> {
         let date = SystemTime::now();
-        let mut request = self.client.get(url.clone());
+        // The headers this request adds to the client's own, kept for the WARC record, so
+        // the record holds what was sent.
+        let mut extra: Vec<(HeaderName, String)> = Vec::new();
         if let Some(v) = known {
             if let Some(etag) = &v.etag {
-                request = request.header(header::IF_NONE_MATCH, etag);
+                extra.push((header::IF_NONE_MATCH, etag.clone()));
             }
             if let Some(modified) = &v.last_modified {
-                request = request.header(header::IF_MODIFIED_SINCE, modified);
+                extra.push((header::IF_MODIFIED_SINCE, modified.clone()));
             }
+        }
+        // User information kept in a URL (`--keep-userinfo`) is sent as basic authentication,
+        // here rather than by the client, so the WARC record shows it; the request target
+        // holds no user information.
+        let mut target = url.clone();
+        if !url.username().is_empty() || url.password().is_some() {
+            use base64::Engine as _;
+            let user = percent_decoded(url.username());
+            let password = url.password().map(percent_decoded).unwrap_or_default();
+            let token =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            extra.push((header::AUTHORIZATION, format!("Basic {token}")));
+            let _ = target.set_username("");
+            let _ = target.set_password(None);
+        }
+        let mut request = self.client.get(target.clone());
+        for (name, value) in &extra {
+            request = request.header(name, value);
         }
         let mut response = request.send().await.map_err(failure)?;
         let status = response.status();
@@ -229,6 +287,7 @@ impl Fetcher {
                 return Err(FetchFailure {
                     reason: SkipReason::ContentType,
                     detail: ct.to_owned(),
+                    transient: false,
                 });
             }
         }
@@ -258,7 +317,7 @@ impl Fetcher {
             body.extend_from_slice(&chunk);
         }
         Ok(Exchange {
-            request_head: self.request_head(url),
+            request_head: self.request_head(&target, &extra),
             status,
             version: response.version(),
             headers,
@@ -268,7 +327,7 @@ impl Fetcher {
         })
     }
 
-    fn request_head(&self, url: &Url) -> Vec<u8> {
+    fn request_head(&self, url: &Url, extra: &[(HeaderName, String)]) -> Vec<u8> {
         let mut target = url.path().to_owned();
         if let Some(q) = url.query() {
             target.push('?');
@@ -278,18 +337,30 @@ impl Fetcher {
             Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
             None => url.host_str().unwrap_or_default().to_owned(),
         };
-        format!(
-            "GET {target} HTTP/1.1\r\nhost: {host}\r\nuser-agent: {}\r\naccept: */*\r\naccept-encoding: {ACCEPT_ENCODING}\r\n\r\n",
+        let mut head = format!(
+            "GET {target} HTTP/1.1\r\nhost: {host}\r\nuser-agent: {}\r\naccept: */*\r\naccept-encoding: {ACCEPT_ENCODING}\r\n",
             self.policy.user_agent
-        )
-        .into_bytes()
+        );
+        for (name, value) in extra {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        head.into_bytes()
     }
+}
+
+/// A URL's user or password, percent-decoded (as the URL standard encodes them).
+fn percent_decoded(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 fn too_large(limit: u64) -> FetchFailure {
     FetchFailure {
         reason: SkipReason::BodyTooLarge,
         detail: format!("over {limit} bytes"),
+        transient: false,
     }
 }
 
@@ -306,7 +377,14 @@ fn failure(e: reqwest::Error) -> FetchFailure {
         detail.push_str(&s.to_string());
         source = s.source();
     }
-    FetchFailure { reason, detail }
+    // A connection never made (refused, no such name) stays so; one lost on the way, or an
+    // answer too slow, may come through next time.
+    let transient = e.is_timeout() || !e.is_connect();
+    FetchFailure {
+        reason,
+        detail,
+        transient,
+    }
 }
 
 #[cfg(test)]

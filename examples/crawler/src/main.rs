@@ -162,7 +162,7 @@ fn main() -> ExitCode {
             }
             None => None,
         };
-        let config = options.config(&canonical::Canonicalizer::default())?;
+        let config = options.config()?;
         let report = engine::run(config, sharing).await?;
         print_summary(&report.render(options.json))?;
         Ok(report.exit_code())

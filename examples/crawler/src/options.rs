@@ -24,8 +24,13 @@ pub(crate) const AGENT_TOKEN: &str = "url-dedup-crawler";
 #[command(name = "crawler", version, about, long_about = None)]
 pub(crate) struct Options {
     /// Start URLs (http or https).
-    #[arg(required_unless_present_any = ["demo", "stop"])]
+    #[arg(required_unless_present_any = ["demo", "stop", "seeds_file"])]
     pub(crate) seeds: Vec<String>,
+
+    /// Read more start URLs from FILE, one per line (`-` for standard input); blank lines and
+    /// lines starting with `#` are skipped.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) seeds_file: Option<PathBuf>,
 
     /// Crawl an embedded demo site on loopback with the default rules and explain what each
     /// mechanism did. Takes no other option but --quiet.
@@ -43,6 +48,16 @@ pub(crate) struct Options {
     /// URL prefix for --scope prefix (repeatable; default: the seeds).
     #[arg(long)]
     pub(crate) prefix: Vec<String>,
+
+    /// Follow only links whose canonical URL matches this regular expression (repeatable: any
+    /// one matching is enough). Seeds and page requisites are always fetched.
+    #[arg(long, value_name = "REGEX")]
+    pub(crate) accept_regex: Vec<String>,
+
+    /// Never follow links whose canonical URL matches this regular expression (repeatable).
+    /// Seeds and page requisites are always fetched.
+    #[arg(long, value_name = "REGEX")]
+    pub(crate) reject_regex: Vec<String>,
 
     /// Deepest link distance from a seed that is fetched: a backstop only, far beyond real
     /// navigation chains (traps are stopped by what their URLs look like, see
@@ -105,8 +120,29 @@ pub(crate) struct Options {
     pub(crate) respect_nofollow: bool,
 
     /// How to reach whoever runs this crawl (URL or e-mail), added to the User-Agent.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "user_agent")]
     pub(crate) contact: Option<String>,
+
+    /// The User-Agent header, in place of `url-dedup-crawler/VERSION`. robots.txt rules are
+    /// then read for its product token (what comes before the first `/` or space).
+    #[arg(long, value_name = "STRING")]
+    pub(crate) user_agent: Option<String>,
+
+    /// Keep `user:password@` in URLs: the page is then fetched with that `Authorization`
+    /// (recorded in the WARC request record). By default it is dropped, so no password
+    /// reaches the WARC file or the done set.
+    #[arg(long)]
+    pub(crate) keep_userinfo: bool,
+
+    /// Times a fetch that failed for a passing reason (a timeout, a refused or reset
+    /// connection, 429, 500, 502, 503, 504) is tried again, waiting --retry-wait-ms, then twice
+    /// that, and so on, or what the server's `Retry-After` asks (up to 10 minutes).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub(crate) retries: u32,
+
+    /// The first wait before a retry, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub(crate) retry_wait_ms: u64,
 
     /// Whole-request timeout in milliseconds.
     #[arg(long, default_value_t = 30_000)]
@@ -275,6 +311,14 @@ pub(crate) struct CrawlConfig {
     pub(crate) checkpoint_every: Duration,
     /// Move an earlier crawl that cannot be resumed aside and start anew.
     pub(crate) restart: bool,
+    /// The product token robots.txt rules are read for.
+    pub(crate) robots_agent: String,
+    /// Link patterns (`--accept-regex`, `--reject-regex`).
+    pub(crate) patterns: crate::scope::Patterns,
+    /// Keep `user:password@` in URLs.
+    pub(crate) keep_userinfo: bool,
+    /// How failed fetches are tried again.
+    pub(crate) retry: crate::fetch::Retry,
     pub(crate) progress: bool,
     /// Where to serve the status page, if anywhere.
     pub(crate) status: Option<std::net::SocketAddr>,
@@ -328,8 +372,9 @@ impl Options {
         options
     }
 
-    /// Checks the options and resolves the seeds.
-    pub(crate) fn config(&self, canon: &Canonicalizer) -> Result<CrawlConfig, CrawlError> {
+    /// Checks the options and resolves the seeds (from the command line, then `--seeds-file`).
+    pub(crate) fn config(&self) -> Result<CrawlConfig, CrawlError> {
+        let canon = &Canonicalizer::keeping_userinfo(self.keep_userinfo);
         let parse = |s: &String| -> Result<Url, CrawlError> {
             let url = Url::parse(s).map_err(|_| CrawlError::BadSeed(s.clone()))?;
             if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -339,11 +384,16 @@ impl Options {
                 .canonicalize(&url)
                 .map_err(|_| CrawlError::BadSeed(s.clone()))
         };
-        let seeds = self
-            .seeds
-            .iter()
-            .map(parse)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut given = self.seeds.clone();
+        if let Some(file) = &self.seeds_file {
+            given.extend(read_seeds(file)?);
+        }
+        if given.is_empty() {
+            return Err(CrawlError::Usage(
+                "no seeds: give start URLs, or a --seeds-file that lists some".into(),
+            ));
+        }
+        let seeds = given.iter().map(parse).collect::<Result<Vec<_>, _>>()?;
         let prefixes = self
             .prefix
             .iter()
@@ -361,9 +411,34 @@ impl Options {
                 "--false-positive-rate must be between 0 and 1".into(),
             ));
         }
-        let mut user_agent = format!("{AGENT_TOKEN}/{}", env!("CARGO_PKG_VERSION"));
-        if let Some(contact) = &self.contact {
-            user_agent.push_str(&format!(" (+{contact})"));
+        let user_agent = match &self.user_agent {
+            Some(agent) if agent.trim().is_empty() || agent.contains(['\r', '\n']) => {
+                return Err(CrawlError::Usage(
+                    "--user-agent must be one line of text".into(),
+                ));
+            }
+            Some(agent) => agent.trim().to_owned(),
+            None => {
+                let mut agent = format!("{AGENT_TOKEN}/{}", env!("CARGO_PKG_VERSION"));
+                if let Some(contact) = &self.contact {
+                    agent.push_str(&format!(" (+{contact})"));
+                }
+                agent
+            }
+        };
+        // robots.txt names crawlers by product token: `mybot` in `mybot/2.0 (ops@example.org)`.
+        let robots_agent = user_agent
+            .split(['/', ' '])
+            .next()
+            .filter(|t| !t.is_empty())
+            .unwrap_or(AGENT_TOKEN)
+            .to_owned();
+        let patterns = crate::scope::Patterns::new(&self.accept_regex, &self.reject_regex)
+            .map_err(CrawlError::Usage)?;
+        if self.retry_wait_ms == 0 && self.retries > 0 {
+            return Err(CrawlError::Usage(
+                "--retry-wait-ms must be at least 1 when --retries is not 0".into(),
+            ));
         }
         Ok(CrawlConfig {
             scope: Scope::new(self.scope, &seeds, &prefixes),
@@ -408,11 +483,35 @@ impl Options {
             },
             checkpoint_every: Duration::from_secs(self.checkpoint_secs.max(1)),
             restart: self.restart,
+            robots_agent,
+            patterns,
+            keep_userinfo: self.keep_userinfo,
+            retry: crate::fetch::Retry {
+                times: self.retries,
+                first_wait: Duration::from_millis(self.retry_wait_ms),
+            },
             progress: !self.quiet,
             status: self.status,
             rate: self.rate,
         })
     }
+}
+
+/// The seeds listed in `file` (`-`: standard input): one per line, blank lines and `#`
+/// comments skipped.
+fn read_seeds(file: &std::path::Path) -> Result<Vec<String>, CrawlError> {
+    let text = if file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(CrawlError::io("reading seeds from", "standard input"))?
+    } else {
+        std::fs::read_to_string(file).map_err(CrawlError::io("reading seeds from", file))?
+    };
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
 }
 
 /// With `--demo`, the options `matches` got from the command line besides `--demo` and
@@ -494,23 +593,67 @@ mod tests {
 
     #[test]
     fn bad_seeds_and_options_are_errors() {
-        let canon = Canonicalizer::default();
         for args in [
             &["crawler", "ftp://h/"][..],
             &["crawler", "not a url"],
             &["crawler", "http://h/", "--per-host", "0"],
             &["crawler", "http://h/", "--false-positive-rate", "1"],
+            &["crawler", "http://h/", "--accept-regex", "("],
+            &["crawler", "http://h/", "--user-agent", " "],
         ] {
-            assert!(
-                Options::parse_from(args).config(&canon).is_err(),
-                "{args:?}"
-            );
+            assert!(Options::parse_from(args).config().is_err(), "{args:?}");
+        }
+        // Options that cannot go together are refused when the command line is read.
+        for args in [
+            &[
+                "crawler",
+                "http://h/",
+                "--user-agent",
+                "x/1",
+                "--contact",
+                "a@b",
+            ][..],
+            &["crawler", "http://h/", "--restart", "--redis", "redis://h/"],
+        ] {
+            assert!(Options::try_parse_from(args).is_err(), "{args:?}");
         }
         let c = Options::parse_from(["crawler", "http://h/#x", "--contact", "ops@example.com"])
-            .config(&canon)
+            .config()
             .unwrap();
         assert_eq!(c.seeds[0].as_str(), "http://h/");
         assert!(c.fetch.user_agent.ends_with("(+ops@example.com)"));
         assert_eq!(c.per_host, 1);
+    }
+
+    #[test]
+    fn seeds_come_from_the_command_line_and_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("seeds.txt");
+        std::fs::write(
+            &file,
+            "# start here\nhttp://a.example/\n\n  http://b.example/x \n",
+        )
+        .unwrap();
+        let c = Options::parse_from([
+            "crawler",
+            "http://h/",
+            "--seeds-file",
+            file.to_str().unwrap(),
+        ])
+        .config()
+        .unwrap();
+        let seeds: Vec<&str> = c.seeds.iter().map(|u| u.as_str()).collect();
+        assert_eq!(
+            seeds,
+            ["http://h/", "http://a.example/", "http://b.example/x"]
+        );
+        let only_file = Options::parse_from(["crawler", "--seeds-file", file.to_str().unwrap()])
+            .config()
+            .unwrap();
+        assert_eq!(only_file.seeds.len(), 2);
+        std::fs::write(&file, "# nothing\n").unwrap();
+        let none =
+            Options::parse_from(["crawler", "--seeds-file", file.to_str().unwrap()]).config();
+        assert!(none.unwrap_err().to_string().contains("no seeds"));
     }
 }

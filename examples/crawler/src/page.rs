@@ -9,7 +9,7 @@ use crate::admission::Candidate;
 use crate::budget::Cut;
 use crate::canonical::Canonicalizer;
 use crate::error::CrawlError;
-use crate::fetch::{BodyLimit, Exchange, Fetcher};
+use crate::fetch::{BodyLimit, Exchange, Fetcher, Retry};
 use crate::job::{Job, JobKind};
 use crate::kernel::{Kernel, Kernels, Response};
 use crate::links::{LinkKind, Rewrite};
@@ -53,6 +53,8 @@ pub(crate) struct Fetched {
     pub(crate) mirrored: bool,
     /// A failure that stops the crawl (the mirror cannot be written).
     pub(crate) fatal: Option<CrawlError>,
+    /// Times the fetch was tried again after a passing failure.
+    pub(crate) retries: u32,
 }
 
 impl Fetched {
@@ -67,6 +69,7 @@ impl Fetched {
             unfollowed: (0, 0),
             mirrored: false,
             fatal: None,
+            retries: 0,
         }
     }
 }
@@ -86,19 +89,42 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
     // A seed is fetched whatever its type, so a feed or a sitemap given as a seed is read by
     // its kernel; links are refused on their headers when their type is not accepted.
     let filter_type = job.kind == JobKind::Page && job.depth > 0;
-    let fetched = ctx
-        .fetcher
-        .get_if_changed(
-            &url,
-            BodyLimit::Refuse(config.fetch.max_body),
-            filter_type,
-            job.revisit.as_ref(),
-        )
-        .await;
+    // A passing failure is tried again after a wait, holding the host's slot: a server that
+    // answered 503 or 429 gets no other request from this crawl meanwhile.
+    let retry = config.retry;
+    let mut retries = 0;
+    let fetched = loop {
+        let fetched = ctx
+            .fetcher
+            .get_if_changed(
+                &url,
+                BodyLimit::Refuse(config.fetch.max_body),
+                filter_type,
+                job.revisit.as_ref(),
+            )
+            .await;
+        let again = match &fetched {
+            _ if retries >= retry.times => None,
+            Err(f) if f.transient => Some(retry.wait(retries, None)),
+            Ok(x) if Retry::transient(x.status) => Some(retry.wait(retries, Retry::after(x))),
+            _ => None,
+        };
+        match again {
+            Some(wait) => {
+                retries += 1;
+                tokio::time::sleep(wait).await;
+            }
+            None => break fetched,
+        }
+    };
     drop(host_slot);
     let exchange = match fetched {
         Ok(x) => x,
-        Err(failure) => return Fetched::failed(job, failure.reason, failure.detail),
+        Err(failure) => {
+            let mut failed = Fetched::failed(job, failure.reason, failure.detail);
+            failed.retries = retries;
+            return failed;
+        }
     };
     let mut out = Fetched {
         job,
@@ -109,7 +135,17 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
         unfollowed: (0, 0),
         mirrored: false,
         fatal: None,
+        retries,
     };
+    if exchange.status.is_client_error() || exchange.status.is_server_error() {
+        // A broken link: the response goes to the WARC, the URL to the skip report.
+        let status = exchange.status;
+        let reason = status.canonical_reason().unwrap_or("");
+        out.problem = Some((
+            SkipReason::HttpError,
+            format!("{} {reason}", status.as_u16()),
+        ));
+    }
     let job = &out.job;
     if exchange.status.is_redirection() && exchange.headers.contains_key(header::LOCATION) {
         match exchange

@@ -38,6 +38,8 @@ pub(crate) struct Stats {
     /// Page URLs found in sitemaps.
     pub(crate) sitemap_urls: u64,
     pub(crate) mirror_files: u64,
+    /// Fetches tried again after a passing failure (`--retries`).
+    pub(crate) retries: u64,
 }
 
 /// The records of one process.

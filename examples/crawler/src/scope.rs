@@ -16,6 +16,50 @@ pub(crate) enum Scope {
     Prefix(Vec<String>),
 }
 
+/// Link patterns: `--accept-regex` (a link must match one, when any is given) and
+/// `--reject-regex` (a link matching one is not followed), on canonical URLs.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Patterns {
+    accept: Option<regex::RegexSet>,
+    reject: Option<regex::RegexSet>,
+}
+
+impl Patterns {
+    /// The patterns, or which one does not compile and why.
+    pub(crate) fn new(accept: &[String], reject: &[String]) -> Result<Self, String> {
+        let set = |flag: &str, patterns: &[String]| -> Result<Option<regex::RegexSet>, String> {
+            if patterns.is_empty() {
+                return Ok(None);
+            }
+            for p in patterns {
+                regex::Regex::new(p).map_err(|e| format!("{flag} {p:?}: {e}"))?;
+            }
+            regex::RegexSet::new(patterns)
+                .map(Some)
+                .map_err(|e| format!("{flag}: {e}"))
+        };
+        Ok(Self {
+            accept: set("--accept-regex", accept)?,
+            reject: set("--reject-regex", reject)?,
+        })
+    }
+
+    /// `None` when `url` may be followed, else why not.
+    pub(crate) fn refuses(&self, url: &str) -> Option<String> {
+        if let Some(accept) = &self.accept
+            && !accept.is_match(url)
+        {
+            return Some("matches no --accept-regex".into());
+        }
+        let reject = self.reject.as_ref()?;
+        let first = reject.matches(url).into_iter().next()?;
+        Some(format!(
+            "matches --reject-regex {:?}",
+            reject.patterns()[first]
+        ))
+    }
+}
+
 /// The kind of scope the user asked for, before the seeds are known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ScopeKind {
@@ -106,6 +150,27 @@ mod tests {
         let ip = Scope::new(ScopeKind::Domain, &[u("http://127.0.0.1:9/")], &[]);
         assert!(ip.contains(&u("http://127.0.0.1:10/")));
         assert!(!ip.contains(&u("http://127.0.0.2/")));
+    }
+
+    #[test]
+    fn patterns_accept_and_reject() {
+        let none = Patterns::new(&[], &[]).unwrap();
+        assert_eq!(none.refuses("http://h/x"), None);
+        let p = Patterns::new(&["/docs/".into()], &["\\.pdf$".into(), "print=".into()]).unwrap();
+        assert_eq!(p.refuses("http://h/docs/a"), None);
+        assert_eq!(
+            p.refuses("http://h/blog/a").as_deref(),
+            Some("matches no --accept-regex")
+        );
+        assert_eq!(
+            p.refuses("http://h/docs/a.pdf").as_deref(),
+            Some("matches --reject-regex \"\\\\.pdf$\"")
+        );
+        assert!(
+            Patterns::new(&["(".into()], &[])
+                .unwrap_err()
+                .contains("--accept-regex")
+        );
     }
 
     #[test]

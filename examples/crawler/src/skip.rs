@@ -56,6 +56,11 @@ pub(crate) enum SkipReason {
     /// A fetched page or sitemap whose parse reached its memory bound: links after that point
     /// (or beyond the links' share) were not followed. The detail says which.
     ParseLimit,
+    /// The link does not match `--accept-regex`, or matches `--reject-regex`.
+    Pattern,
+    /// The server answered with an error status (4xx, 5xx; after the retries for a passing
+    /// one): a broken link. The detail is the status.
+    HttpError,
     /// Fetching or reading the URL failed with an internal error (a bug): the detail holds
     /// its message, and the crawl ends with a non-zero exit status.
     InternalError,
@@ -87,6 +92,7 @@ impl SkipReason {
             | Self::BodyTooLarge
             | Self::DecodedTooLarge
             | Self::BadEncoding
+            | Self::HttpError
             | Self::InternalError => SkipClass::Error,
             Self::OutOfScope
             | Self::RobotsDisallowed
@@ -96,6 +102,7 @@ impl SkipReason {
             | Self::BadRedirect
             | Self::BadUrl
             | Self::Similar
+            | Self::Pattern
             | Self::ParseLimit => SkipClass::Other,
         }
     }
@@ -124,6 +131,8 @@ impl SkipReason {
             Self::Similar => "similar",
             Self::ParseLimit => "parse-limit",
             Self::InternalError => "internal-error",
+            Self::Pattern => "pattern",
+            Self::HttpError => "http-error",
         }
     }
 }

@@ -184,6 +184,11 @@ fn why(reason: SkipReason, config: &CrawlConfig) -> String {
             "pages whose parse reached its memory bound (--max-body, {} bytes): later links not followed",
             config.fetch.max_body
         ),
+        SkipReason::Pattern => "links --accept-regex or --reject-regex leave out".to_owned(),
+        SkipReason::HttpError => format!(
+            "answered with an error status (broken links; passing ones after --retries, {})",
+            config.retry.times
+        ),
         SkipReason::InternalError => {
             "fetching or reading failed with an internal error (a bug; the detail says where)"
                 .to_owned()
@@ -223,6 +228,7 @@ impl Summary {
             "skipped": class(crate::skip::SkipClass::Other),
             "errors": class(crate::skip::SkipClass::Error),
             "bytes": s.wire_bytes,
+            "retries": s.retries,
             "warc_records": self.warc_records,
             "mirror_files": s.mirror_files,
             "pages_total": self.pages_total,
@@ -322,6 +328,11 @@ impl fmt::Display for Summary {
             s.identical_bodies
         )?;
         writeln!(f, "  decompressed     {} responses", s.decoded)?;
+        writeln!(
+            f,
+            "  retries          {} fetches tried again after a passing failure (--retries)",
+            s.retries
+        )?;
         writeln!(f, "  sitemaps         {} page URLs listed", s.sitemap_urls)?;
         writeln!(f, "  nofollow         {} links not followed", s.nofollow)?;
         writeln!(

@@ -30,7 +30,8 @@ pub(crate) struct Template {
 impl Template {
     /// The template of the canonical URL `url`.
     pub(crate) fn of(url: &str) -> Self {
-        let parts = UrlParts::parse(url);
+        let url = tokens_abstracted(url);
+        let parts = UrlParts::parse(&url);
         let mut buf = Vec::new();
         let mut value = |feature: &dyn Feature| {
             buf.clear();
@@ -101,6 +102,67 @@ impl Lineage {
 /// The budget key of `url` admitted through `lineage`.
 pub(crate) fn key(url: &str, lineage: Lineage) -> String {
     Template::of(url).key(lineage)
+}
+
+/// `url` with each path segment that is a session token written `{token}`: a token is new on
+/// every page of a session-in-path trap (`/sess/S3fa9c0d2e1b47a68/page`), so without this every
+/// page would be a template of its own and no budget would stop it.
+fn tokens_abstracted(url: &str) -> std::borrow::Cow<'_, str> {
+    let Some(path_start) = url
+        .find("://")
+        .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
+    else {
+        return url.into();
+    };
+    let path_end = url[path_start..]
+        .find(['?', '#'])
+        .map_or(url.len(), |i| path_start + i);
+    let path = &url[path_start..path_end];
+    if !path.split('/').any(is_token) {
+        return url.into();
+    }
+    let abstracted: Vec<&str> = path
+        .split('/')
+        .map(|s| if is_token(s) { "{token}" } else { s })
+        .collect();
+    format!(
+        "{}{}{}",
+        &url[..path_start],
+        abstracted.join("/"),
+        &url[path_end..]
+    )
+    .into()
+}
+
+/// Whether a path segment looks like a session token, not a name a person chose: 16 or more
+/// hex digits mixing letters and digits (after at most two letters, as in `S3fa9...`; a token
+/// of digits alone is a number, which templates abstract already), a UUID, or 22 or more characters
+/// of base64 mixing upper case, lower case and digits. Slugs (`install-guide-2024`), dates and
+/// plain numbers are not tokens.
+fn is_token(segment: &str) -> bool {
+    let b = segment.as_bytes();
+    let count = |f: fn(&u8) -> bool| b.iter().filter(|c| f(c)).count();
+    let hex_after = |prefix: usize| {
+        let rest = &b[prefix.min(b.len())..];
+        b[..prefix.min(b.len())].iter().all(u8::is_ascii_alphabetic)
+            && rest.len() >= 16
+            && rest.iter().all(u8::is_ascii_hexdigit)
+            && rest.iter().any(u8::is_ascii_digit)
+            && rest.iter().any(u8::is_ascii_alphabetic)
+    };
+    let hex = (0..=2).any(hex_after);
+    let uuid = b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    let base64 = b.len() >= 22
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+        && count(u8::is_ascii_uppercase) >= 2
+        && count(u8::is_ascii_lowercase) >= 2
+        && count(u8::is_ascii_digit) >= 2;
+    hex || uuid || base64
 }
 
 fn query_len(url: &str) -> usize {
@@ -176,6 +238,41 @@ mod tests {
         assert_eq!(lineage("http://h/list?page=2", "http://h/item/7"), None);
         assert_eq!(lineage("http://h/f?a=1&b=2", "http://h/f?a=1"), None);
         assert_eq!(lineage("http://h/a", "http://g/a"), None);
+    }
+
+    #[test]
+    fn session_tokens_in_paths_are_one_template() {
+        let a = key_of("http://h/sess/S3fa9c0d2e1b47a68/page");
+        let b = key_of("http://h/sess/S9c0d2e1b47a683fa/page");
+        assert_eq!(a, "h/sess/{token}/page");
+        assert_eq!(a, b);
+        assert_eq!(
+            key_of("http://h/u/123e4567-e89b-12d3-a456-426614174000/x"),
+            "h/u/{token}/x"
+        );
+        assert_eq!(
+            key_of("http://h/s/Zx9Kq2LmP0aB7cD4eF6gH8iJ/x"),
+            "h/s/{token}/x"
+        );
+        assert_eq!(
+            Lineage::of(
+                "http://h/sess/S3fa9c0d2e1b47a68/page",
+                "http://h/sess/Sb47a683fa9c0d2e1/page"
+            ),
+            Some(Lineage::Template)
+        );
+        // A token whose hex digits are nearly all decimal is one too.
+        assert_eq!(key_of("http://h/sess/S538454127b096493/page"), a);
+        // Names people chose stay themselves.
+        for name in [
+            "install-guide-2024",
+            "20260115",
+            "deadbeef",
+            "README",
+            "a1b2c3",
+        ] {
+            assert!(!is_token(name), "{name}");
+        }
     }
 
     #[test]

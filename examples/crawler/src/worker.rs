@@ -286,7 +286,7 @@ async fn fetch_robots<B: Backend>(crew: Crew<B>, host: String, origin: String) -
         Ok(url) => {
             let ctx = crew.ctx.clone();
             let fetch = async move {
-                RobotsRules::fetch(&ctx.fetcher, &url, crate::options::AGENT_TOKEN).await
+                RobotsRules::fetch(&ctx.fetcher, &url, &ctx.config.robots_agent).await
             };
             // A panic while reading robots.txt must not leave the host waiting forever.
             tokio::spawn(fetch)

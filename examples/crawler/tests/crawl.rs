@@ -429,8 +429,9 @@ fn long_fields_in_the_skip_report_are_cut_with_a_marker() {
     assert!(String::from_utf8_lossy(&output.stdout).len() < 16 << 10);
 }
 
-/// A page that never comes is given up after `--timeout-ms`: the crawl ends (its answer is
-/// held behind a gate never opened, so the crawl could not end otherwise).
+/// A page that never comes is given up after `--timeout-ms` (and its retries): the crawl ends
+/// (its answer is held behind a gate never opened, so the crawl could not end otherwise). A
+/// server error is tried again `--retries` times, then recorded as a broken link.
 #[test]
 fn slow_and_failing_servers() {
     let never = Gate::default();
@@ -455,21 +456,76 @@ fn slow_and_failing_servers() {
             "--connect-timeout-ms",
             "400",
             "--ignore-robots",
+            "--retry-wait-ms",
+            "1",
         ],
     );
     assert_eq!(skipped_for(&out, "timeout"), [site.url("/slow")]);
     assert_eq!(
+        site.hit("/slow"),
+        3,
+        "a timeout is tried again, twice by default"
+    );
+    assert_eq!(
         skipped_for(&out, "fetch-failed"),
         ["http://127.0.0.1:1/refused"]
     );
-    assert_eq!(
-        site.hit("/boom"),
-        1,
-        "errors are recorded, not retried in a loop"
-    );
+    assert_eq!(site.hit("/boom"), 3, "tried again twice, then given up");
+    assert_eq!(skipped_for(&out, "http-error"), [site.url("/boom")]);
     assert_eq!(site.hit("/ok"), 1);
     assert!(warc_responses(&out).contains(&site.url("/boom")));
     assert!(String::from_utf8_lossy(&output.stdout).contains("500: 1"));
+}
+
+/// wget and Scrapy users expect retries: a passing failure (503, 429, a timeout) is tried
+/// again with a growing wait, or the wait the server's `Retry-After` asks; a 404 is a broken
+/// link at once, in the skip report. A single 503 once lost a page for the run.
+#[test]
+fn passing_failures_are_tried_again_and_broken_links_are_listed() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let flaky = std::sync::Arc::new(AtomicU32::new(0));
+    let later = std::sync::Arc::new(AtomicU32::new(0));
+    let (f, l) = (flaky.clone(), later.clone());
+    let site = Site::start(move |target, _| match target {
+        "/" => Reply::html(
+            r#"<a href="/flaky">f</a><a href="/later">l</a><a href="/gone">g</a><a href="/busy">b</a>"#,
+        ),
+        // Two 503s, then the page.
+        "/flaky" if f.fetch_add(1, Ordering::SeqCst) < 2 => {
+            Reply::new(503, "text/html", b"busy".to_vec())
+        }
+        "/flaky" => Reply::html("flaky page"),
+        // One 429 asking for a second.
+        "/later" if l.fetch_add(1, Ordering::SeqCst) < 1 => {
+            Reply::new(429, "text/html", b"slow down".to_vec()).header("retry-after", "1")
+        }
+        "/later" => Reply::html("later page"),
+        "/busy" => Reply::new(503, "text/html", b"busy".to_vec()),
+        _ => Reply::not_found(),
+    });
+    let (_tmp, out) = temp_out();
+    let begin = std::time::Instant::now();
+    let output = crawl(
+        &out,
+        &site.url("/"),
+        &["--ignore-robots", "--retries", "3", "--retry-wait-ms", "10"],
+    );
+    // Retry-After: 1 was waited for.
+    assert!(begin.elapsed() >= Duration::from_secs(1));
+    assert_eq!(site.hit("/flaky"), 3);
+    assert_eq!(site.hit("/later"), 2);
+    assert_eq!(site.hit("/gone"), 1, "a 404 is not tried again");
+    assert_eq!(site.hit("/busy"), 4, "tried again --retries times");
+    let mut broken = skipped_for(&out, "http-error");
+    broken.sort();
+    assert_eq!(broken, [site.url("/busy"), site.url("/gone")]);
+    let responses = warc_responses(&out);
+    assert!(responses.contains(&site.url("/flaky")));
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        summary.contains("  retries          6 fetches tried again"),
+        "{summary}"
+    );
 }
 
 #[test]

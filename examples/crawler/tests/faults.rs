@@ -220,3 +220,44 @@ fn wait_with_limit(mut child: Child, limit: Duration) -> std::process::Output {
     }
     child.wait_with_output().unwrap()
 }
+
+/// A process of a shared crawl killed with `kill -9` has recorded every page it committed in
+/// `fetched-PROCESS.tsv` (it once listed 448 of 597 pages its WARC file held).
+#[test]
+fn a_killed_process_has_recorded_every_page_it_committed() {
+    let Some(redis) = RedisServer::start_or_skip("a_killed_process_has_recorded") else {
+        return;
+    };
+    let gate = Gate::default();
+    let forest = held_forest(&gate);
+    let seeds = forest.seeds();
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["--workers", WORKERS, "--timeout-ms", "3600000"];
+    args.extend(seeds[1..].iter().map(String::as_str));
+    let mut child = spawn(dir.path(), &redis.url(), "records", &seeds[0], &args);
+    // The crawl stands still at the gate: everything fetched before it is committed.
+    let begin = Instant::now();
+    while forest.in_flight() < WORKERS.parse::<usize>().unwrap() {
+        assert!(begin.elapsed() < Duration::from_secs(300), "no standstill");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let committed = || {
+        let path = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("fetched-"))
+            .unwrap();
+        std::fs::read_to_string(path).unwrap().lines().count()
+    };
+    // Committing the last pages fetched before the standstill may take a moment.
+    let fetched: u32 = forest.hits().iter().sum::<u32>() - forest.in_flight() as u32;
+    while committed() < fetched as usize {
+        assert!(begin.elapsed() < Duration::from_secs(300), "{} of {fetched}", committed());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    gate.open();
+    let responses = common::warc_responses(dir.path()).len();
+    assert_eq!(committed(), responses);
+}

@@ -230,3 +230,43 @@ fn a_shared_crawl_contains_the_same_traps() {
     }
     assert!(summary["fetched"].as_u64() < Some(1500), "{summary}");
 }
+
+/// A session id in the path, new on every page (`/sess/S<16 hex>/page`), passed every trap
+/// rule (9,690 pages in 300 s and growing); its pages are one template now, so the template
+/// budget stops it.
+#[test]
+fn a_session_token_in_the_path_is_one_template() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let next = std::sync::Arc::new(AtomicU64::new(1));
+    let site = Site::start(move |target, _| {
+        if target == "/" || target.starts_with("/sess/") {
+            // A fresh token on every page, as a server handing out sessions does.
+            let token = next
+                .fetch_add(1, Ordering::SeqCst)
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            Reply::html(format!("<a href=\"/sess/S{token:016x}/page\">on</a>"))
+        } else {
+            Reply::not_found()
+        }
+    });
+    let (_tmp, out) = temp_out();
+    crawl(
+        &out,
+        &site.url("/"),
+        &["--ignore-robots", "--template-budget", "20"],
+    );
+    let fetched = site
+        .hits()
+        .keys()
+        .filter(|k| k.starts_with("/sess/"))
+        .count();
+    // The first token page is linked from `/`, another template; the budget counts the rest.
+    assert!(fetched <= 21, "{fetched} pages of one session trap");
+    assert!(
+        skipped(&out)
+            .iter()
+            .any(|(reason, _)| reason == "template-budget"),
+        "{:?}",
+        skipped(&out)
+    );
+}
