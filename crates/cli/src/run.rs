@@ -76,6 +76,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let progress = progress_bar(&args, input_bytes);
 
     let started = Instant::now();
+    let decider_start = crate::stats::ThreadTimes::now();
     let names: Vec<String> = sources
         .iter()
         .map(|s| {
@@ -140,7 +141,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let Emitter {
         mut out,
         mut explain,
-        stats,
+        mut stats,
         ..
     } = emit;
     if !pipe_closed {
@@ -153,6 +154,9 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         ex.flush().map_err(write_err)?;
     }
     let elapsed = started.elapsed();
+    stats.decider = crate::stats::ThreadTimes::now()
+        .zip(decider_start)
+        .map(|(end, start)| end.since(start));
 
     if stats.invalid > SHOWN_INVALID && args.explain.is_none() {
         eprintln!(
