@@ -4,8 +4,11 @@
 //! usage error.
 
 mod args;
+mod config;
+mod explain;
 mod journal;
 mod lines;
+mod mismatch;
 mod run;
 mod state;
 mod stats;

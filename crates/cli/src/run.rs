@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use url_dedup::canon::{Policy, TrailingSlash};
-use url_dedup::similarity::Preset;
-use url_dedup::{Decision, FilterKind, Outcome, UrlDedup};
+use url_dedup::{Decision, Outcome, UrlDedup};
 
 use self::pipeline::{Entry, Key, Message, Parsed, Plan};
 use crate::Failure;
-use crate::args::{Args, FeatureHashing, SimilarPreset, SlashPolicy};
+use crate::args::{Args, FeatureHashing};
+use crate::config;
+use crate::explain::{Explainer, Memory, Place};
 use crate::state::{self, State};
 use crate::stats::Stats;
 
@@ -34,9 +34,9 @@ const BATCH_LINES: usize = 1_024;
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let sources = sources(&args.files);
     refuse_writing_inputs(&args, &sources)?;
-    refuse_switches_with_a_convention(&args)?;
+    config::check_combinations(&args)?;
     let input_bytes = input_size(&sources);
-    let mut builder = builder(&args, estimated_lines(&sources));
+    let mut builder = config::builder(&args, estimated_lines(&sources));
     if let Some(key) = hash_key(&args)? {
         builder = builder.hash_key(key);
     }
@@ -60,13 +60,19 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         );
     }
 
+    let names: Vec<String> = sources
+        .iter()
+        .map(|s| {
+            s.as_deref()
+                .map_or("<stdin>".into(), |p| p.display().to_string())
+        })
+        .collect();
     let stdout = io::stdout();
     let mut emit = Emitter {
         out: io::BufWriter::with_capacity(1 << 16, stdout.lock()),
-        explain: open_explain(args.explain.as_deref())?,
-        shown: if args.surt {
-            Shown::Surt
-        } else if args.canonical {
+        explain: open_explain(args.explain.as_deref())?.map(|out| explainer(out, &args, &names)),
+        // `--surt`'s key is the surt convention's canonical form.
+        shown: if args.surt || args.canonical {
             Shown::Canonical
         } else {
             Shown::Line
@@ -77,16 +83,10 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 
     let started = Instant::now();
     let decider_start = crate::stats::ThreadTimes::now();
-    let names: Vec<String> = sources
-        .iter()
-        .map(|s| {
-            s.as_deref()
-                .map_or("<stdin>".into(), |p| p.display().to_string())
-        })
-        .collect();
     let mut results = pipeline::start(Plan {
         sources,
         max_len: args.max_len,
+        exact: args.raw,
         // The workers canonicalize and hash as the deduplicator would: it is left only the
         // probes, on the one thread that decides in input order.
         preparer: dedup.preparer(),
@@ -314,17 +314,15 @@ enum Flow {
 enum Shown {
     /// The input line, as it was.
     Line,
-    /// Its canonical form (`--canonical`).
+    /// Its canonical form (`--canonical`; the SURT key with `--surt`).
     Canonical,
-    /// Its SURT key (`--surt`).
-    Surt,
 }
 
 /// Where decisions go: kept lines to `out`, the reasons for the others to `explain` (or the
 /// first few invalid lines to stderr), counts to `stats`, decided keys to the state.
 struct Emitter<O, X> {
     out: O,
-    explain: Option<X>,
+    explain: Option<Explainer<X>>,
     shown: Shown,
     stats: Stats,
 }
@@ -417,25 +415,32 @@ impl<O: Write, X: Write> Emitter<O, X> {
         let mut decided = decided.into_iter();
         for (number, entry) in (number..).zip(entries) {
             self.stats.lines += 1;
-            let reason = match entry {
+            let place = Place {
+                source: parsed.source,
+                line: number,
+            };
+            let (reason, line) = match entry {
                 Entry::Empty => {
                     self.stats.empty += 1;
                     continue;
                 }
-                Entry::TooLong(len) => format!("line is {len} bytes, over --max-len"),
-                Entry::Control(0) => "contains a NUL byte".to_owned(),
-                Entry::Control(_) => "contains a carriage return inside the line".to_owned(),
-                Entry::Text(_, Key::Invalid(e), _) => e.to_string(),
+                Entry::TooLong(len) => (format!("line is {len} bytes, over --max-len"), None),
+                Entry::Control(0) => ("contains a NUL byte".to_owned(), None),
+                Entry::Control(_) => (
+                    "contains a carriage return inside the line".to_owned(),
+                    None,
+                ),
+                Entry::Text(range, Key::Invalid(e), _) => (e.to_string(), Some(parsed.line(range))),
                 Entry::Text(range, ..) => {
                     let text = parsed.line(range);
                     let result = decided.next().unwrap_or_else(|| {
                         Err(url_dedup::Error::Store("no answer for this line".into()))
                     });
                     match result {
-                        Ok((Outcome::Duplicate, _)) => {
+                        Ok((Outcome::Duplicate, key)) => {
                             self.stats.duplicate += 1;
                             if let Some(ex) = self.explain.as_mut() {
-                                write_fields(ex, &[b"duplicate", text]).map_err(write_err)?;
+                                ex.duplicate(place, text, &key).map_err(write_err)?;
                             }
                             continue;
                         }
@@ -445,8 +450,7 @@ impl<O: Write, X: Write> Emitter<O, X> {
                                 state.record(&key);
                             }
                             if let Some(ex) = self.explain.as_mut() {
-                                let why = why.to_string();
-                                write_fields(ex, &[b"similar", text, why.as_bytes()])
+                                ex.similar(place, text, &key, &why.to_string())
                                     .map_err(write_err)?;
                             }
                             continue;
@@ -462,10 +466,13 @@ impl<O: Write, X: Write> Emitter<O, X> {
                             if let Some(state) = state.as_deref_mut() {
                                 state.record(&key);
                             }
+                            if let Some(ex) = self.explain.as_mut() {
+                                ex.kept(place, &key);
+                            }
                             continue;
                         }
                         Err(e @ (url_dedup::Error::InvalidUrl(_) | url_dedup::Error::NotUtf8)) => {
-                            e.to_string()
+                            (e.to_string(), Some(text))
                         }
                         Err(e) => {
                             // The filter could not answer (a shared Redis went away for longer
@@ -482,9 +489,7 @@ impl<O: Write, X: Write> Emitter<O, X> {
             };
             self.stats.invalid += 1;
             if let Some(ex) = self.explain.as_mut() {
-                let at = format!("{name}:{number}");
-                write_fields(ex, &[b"invalid", at.as_bytes(), reason.as_bytes()])
-                    .map_err(write_err)?;
+                ex.invalid(place, line, &reason).map_err(write_err)?;
             } else if self.stats.invalid <= SHOWN_INVALID {
                 eprintln!("url-dedup: {name}:{number}: skipped: {reason}");
             }
@@ -494,16 +499,9 @@ impl<O: Write, X: Write> Emitter<O, X> {
 
     /// Prints a kept URL as `--canonical`/`--surt` ask.
     fn write_kept(&mut self, line: &[u8], key: &[u8]) -> io::Result<()> {
-        let surt;
         let shown = match self.shown {
             Shown::Line => line,
             Shown::Canonical => key,
-            Shown::Surt => {
-                surt = std::str::from_utf8(key)
-                    .ok()
-                    .and_then(|k| url_dedup::canon::surt(k).ok());
-                surt.as_deref().map_or(key, str::as_bytes)
-            }
         };
         self.out.write_all(shown)?;
         self.out.write_all(b"\n")
@@ -531,17 +529,6 @@ impl<O: Write, X: Write> Emitter<O, X> {
         }
         Ok(flow)
     }
-}
-
-/// Writes one tab-separated line of `--explain`.
-fn write_fields(out: &mut impl Write, fields: &[&[u8]]) -> io::Result<()> {
-    for (i, field) in fields.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b"\t")?;
-        }
-        out.write_all(field)?;
-    }
-    out.write_all(b"\n")
 }
 
 /// A write to standard output failed: a reader that went away (`| head`) ends the run
@@ -602,112 +589,19 @@ fn estimated_lines(sources: &[Option<PathBuf>]) -> Option<u64> {
         .sum()
 }
 
-/// The first layer's size when `-n` is not given: a quarter of the lines, so a list with the
-/// usual share of repeats fits in one or two layers, within bounds. Too small costs a layer
-/// or two (and a cache miss each for a new URL), too large costs memory for nothing (a filter
-/// sized for all the lines of a list that repeats itself ten times is ten times too big); the
-/// filter grows either way without losing its rate, to at most about twice what it holds.
-fn first_layer(lines: Option<u64>) -> u64 {
-    lines.map_or(1_000_000, |n| (n / 4).clamp(65_536, 4_000_000))
-}
-
-fn builder(args: &Args, lines: Option<u64>) -> url_dedup::Builder {
-    let expected = args.expected.unwrap_or_else(|| first_layer(lines));
-    let mut b = UrlDedup::builder()
-        .expected_urls(expected)
-        .false_positive_rate(args.fpr);
-    if args.exact {
-        b = b.filter(FilterKind::Exact);
-    }
-    b = if args.raw {
-        b.no_canonicalization()
-    } else {
-        b.canonicalization(policy(args))
+/// `--explain`'s rows for the inputs `names`, as the options decide lines.
+fn explainer<W: Write>(out: W, args: &Args, names: &[String]) -> Explainer<W> {
+    let memory = match (&args.redis, &args.state) {
+        (Some(_), _) => Memory::Shared,
+        (None, Some(_)) => Memory::State,
+        (None, None) => Memory::ThisRun,
     };
-    if let Some(url) = &args.redis {
-        b = b.redis(url, &args.redis_prefix).redis_backoff(
-            url_dedup::redis::Backoff::giving_up_after(Duration::from_secs_f64(args.redis_timeout)),
-        );
-    }
-    if let Some(preset) = args.similar {
-        b = b.similarity(match preset {
-            SimilarPreset::Crawler => Preset::Crawler,
-            SimilarPreset::Page => Preset::Page,
-            SimilarPreset::Document004 => Preset::Document004,
-        });
-    }
-    if let Some(rate) = args.similar_fpr {
-        b = b.similarity_false_positive_rate(rate);
-    }
-    if args.force_state {
-        b = b.accept_config_change();
-    }
-    b
-}
-
-/// The named conventions reproduce other projects exactly: a switch would make them
-/// something else.
-fn refuse_switches_with_a_convention(args: &Args) -> Result<(), Failure> {
-    use url_dedup::canon::Convention;
-    if matches!(args.policy, Convention::Crawler | Convention::Rfc3986) {
-        return Ok(());
-    }
-    let switched = args.keep_fragment
-        || args.keep_query_order
-        || args.keep_empty_query
-        || args.keep_tracking
-        || args.keep_session
-        || !args.strip_params.is_empty()
-        || args.fold_www
-        || args.fold_scheme
-        || args.lowercase_path
-        || args.trailing_slash != SlashPolicy::Keep;
-    if switched {
-        return Err(Failure::Usage(format!(
-            "--policy {} reproduces that project's rules exactly and takes no              canonicalization switch",
-            args.policy
-        )));
-    }
-    Ok(())
-}
-
-/// The convention's policy with the switches given on the command line; a switch not given
-/// leaves the convention's own rule alone (RFC 3986 keeps tracking parameters, say).
-fn policy(args: &Args) -> Policy {
-    let mut p = args.policy.policy();
-    p.max_len = args.max_len;
-    if args.keep_fragment {
-        p.remove_fragment = false;
-    }
-    if args.keep_query_order {
-        p.sort_query = false;
-    }
-    if args.keep_empty_query {
-        p.drop_empty_query = false;
-    }
-    if args.keep_tracking {
-        p.tracking_params = url_dedup::canon::ParamList::new(Vec::<String>::new());
-    }
-    if !args.strip_params.is_empty() {
-        p.remove_tracking_params = true;
-        for name in &args.strip_params {
-            p.tracking_params.push(name);
-        }
-    } else if args.keep_tracking {
-        p.remove_tracking_params = false;
-    }
-    if args.keep_session {
-        p.remove_session_params = false;
-    }
-    p.fold_www |= args.fold_www;
-    p.fold_scheme |= args.fold_scheme;
-    p.lowercase_path |= args.lowercase_path;
-    match args.trailing_slash {
-        SlashPolicy::Keep => {}
-        SlashPolicy::Remove => p.trailing_slash = TrailingSlash::Remove,
-        SlashPolicy::Add => p.trailing_slash = TrailingSlash::AddToDirectories,
-    }
-    p
+    let same = match (args.raw, args.surt) {
+        (true, _) => "same line",
+        (false, true) => "same SURT key",
+        (false, false) => "same canonical form",
+    };
+    Explainer::new(out, names, memory, same, config::preset(args))
 }
 
 fn open_explain(path: Option<&Path>) -> Result<Option<Box<dyn Write>>, Failure> {
@@ -738,7 +632,8 @@ fn progress_bar(args: &Args, input_bytes: Option<u64>) -> Option<ProgressBar> {
 mod tests {
     use super::*;
     use crate::lines::{Block, BlockReader, Line};
-    use url_dedup::canon::Canonicalizer;
+    use url_dedup::canon::{Canonicalizer, Policy};
+    use url_dedup::similarity::Preset;
 
     /// Decides the one text line of `parsed` (given raw, with no canonicalizer) through a
     /// canonicalizing deduplicator, as the command did before it had workers.
@@ -755,13 +650,26 @@ mod tests {
             .collect()
     }
 
-    fn emitter() -> Emitter<Vec<u8>, Vec<u8>> {
+    /// An emitter of input `name` that explains to memory.
+    fn emitter(name: &str) -> Emitter<Vec<u8>, Vec<u8>> {
+        let names = [name.to_owned()];
         Emitter {
             out: Vec::new(),
-            explain: Some(Vec::new()),
+            explain: Some(Explainer::new(
+                Vec::new(),
+                &names,
+                Memory::ThisRun,
+                "same",
+                None,
+            )),
             shown: Shown::Line,
             stats: Stats::default(),
         }
+    }
+
+    /// What was explained.
+    fn explained(emit: Emitter<Vec<u8>, Vec<u8>>) -> String {
+        String::from_utf8(emit.explain.unwrap().into_inner()).unwrap()
     }
 
     /// A block of `text`, split and canonicalized as the workers do, with `--max-len` 8192.
@@ -771,7 +679,7 @@ mod tests {
             at_start: true,
             ..Block::default()
         };
-        Parsed::new(0, block, 8192, &dedup.preparer(), true)
+        Parsed::new(0, block, (8192, false), &dedup.preparer(), true)
     }
 
     #[test]
@@ -783,31 +691,35 @@ mod tests {
         text.extend(b"\n\0\nhttps://b.example/\n");
         let parsed = parsed(&text, &dedup);
         assert_eq!(parsed.entries.len(), 8);
-        let mut emit = emitter();
+        let mut emit = emitter("in.txt");
         assert_eq!(
             emit.decide(&mut dedup, "in.txt", 1, &parsed, None),
             Ok(Flow::Go)
         );
         assert_eq!(
-            String::from_utf8(emit.out).unwrap(),
+            String::from_utf8(emit.out.clone()).unwrap(),
             "https://a.example/\nhttps://b.example/\n"
         );
-        let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
+        let s = &emit.stats;
+        let counts = (s.lines, s.new, s.duplicate, s.invalid, s.empty);
+        let expected_false_drops = s.expected_false_drops;
+        let explain = explained(emit);
         let explain: Vec<&str> = explain.lines().collect();
-        assert_eq!(explain[0], "duplicate\thttps://A.example");
-        assert!(explain[1].starts_with("invalid\tin.txt:4\tnot valid UTF-8"));
-        assert!(explain[2].starts_with("invalid\tin.txt:5\tinvalid URL"));
+        assert_eq!(
+            explain[0],
+            "duplicate\tin.txt:3\thttps://A.example\tin.txt:1\tsame"
+        );
+        assert!(
+            explain[1].starts_with("invalid\tin.txt:4\thttps://\\xFF.example/\t-\tnot valid UTF-8")
+        );
+        assert!(explain[2].starts_with("invalid\tin.txt:5\t/relative\t-\tinvalid URL"));
         assert_eq!(
             explain[3],
-            "invalid\tin.txt:6\tline is 9000 bytes, over --max-len"
+            "invalid\tin.txt:6\t-\t-\tline is 9000 bytes, over --max-len"
         );
-        assert_eq!(explain[4], "invalid\tin.txt:7\tcontains a NUL byte");
-        let s = &emit.stats;
-        assert_eq!(
-            (s.lines, s.new, s.duplicate, s.invalid, s.empty),
-            (8, 2, 1, 4, 1)
-        );
-        assert!(s.expected_false_drops > 0.0 && s.expected_false_drops < 1e-6);
+        assert_eq!(explain[4], "invalid\tin.txt:7\t-\t-\tcontains a NUL byte");
+        assert_eq!(counts, (8, 2, 1, 4, 1));
+        assert!(expected_false_drops > 0.0 && expected_false_drops < 1e-6);
     }
 
     /// The expected loss is counted once per block; it must stay the sum, over the new URLs,
@@ -826,7 +738,7 @@ mod tests {
         };
         let (one_at_a_time, mut dedup) = (build(), build());
         let mut reference = 0.0;
-        let mut emit = emitter();
+        let mut emit = emitter("in.txt");
         for block in 0..6 {
             let urls: Vec<String> = (0..1_000)
                 .map(|i| format!("https://example.com/{block}/{i}"))
@@ -862,13 +774,17 @@ mod tests {
             }
         }
         let parsed = parsed(text.as_bytes(), &dedup);
-        let mut emit = emitter();
+        let mut emit = emitter("in");
         assert_eq!(
             emit.decide(&mut dedup, "in", 101, &parsed, None),
             Ok(Flow::Go)
         );
-        assert_eq!(String::from_utf8(emit.out).unwrap().lines().count(), 2_000);
-        let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
+        assert_eq!(
+            String::from_utf8(emit.out.clone()).unwrap().lines().count(),
+            2_000
+        );
+        assert_eq!((emit.stats.new, emit.stats.duplicate), (2_000, 500));
+        let explain = explained(emit);
         let invalid: Vec<&str> = explain
             .lines()
             .filter(|l| l.starts_with("invalid"))
@@ -884,7 +800,12 @@ mod tests {
             "{}",
             invalid[1]
         );
-        assert_eq!((emit.stats.new, emit.stats.duplicate), (2_000, 500));
+        // A duplicate names the line it repeats: line 2,103 is the second
+        // `https://example.com/0`, the first was line 101.
+        assert!(
+            explain.contains("duplicate\tin:2103\thttps://example.com/0\tin:101\tsame\n"),
+            "{explain}"
+        );
     }
 
     #[test]
@@ -896,7 +817,7 @@ mod tests {
         );
         let decide = |url: &'static [u8]| dedup.check_and_insert_batch_bytes([url]).remove(0);
         let store_failed = || Err(url_dedup::Error::Store("server went away".into()));
-        let mut emit = emitter();
+        let mut emit = emitter("<stdin>");
         let flow = emit.emit(
             ("<stdin>", 1),
             &parsed,
@@ -915,14 +836,17 @@ mod tests {
             message.starts_with("<stdin>:3: filter store failed: server went away"),
             "{message}"
         );
-        assert_eq!(String::from_utf8(emit.out).unwrap(), "https://a.example/\n");
-        let explain = String::from_utf8(emit.explain.unwrap()).unwrap();
+        assert_eq!(
+            String::from_utf8(emit.out.clone()).unwrap(),
+            "https://a.example/\n"
+        );
+        assert_eq!((emit.stats.new, emit.stats.invalid), (1, 1));
+        let explain = explained(emit);
         assert!(
-            explain.starts_with("invalid\t<stdin>:2\tinvalid URL"),
+            explain.starts_with("invalid\t<stdin>:2\tnonsense\t-\tinvalid URL"),
             "{explain}"
         );
         assert_eq!(explain.lines().count(), 1);
-        assert_eq!((emit.stats.new, emit.stats.invalid), (1, 1));
     }
 
     #[test]
@@ -939,7 +863,7 @@ mod tests {
         let mut dedup = UrlDedup::builder().expected_urls(100).build().unwrap();
         let mut emit = Emitter {
             out: Closed,
-            explain: None::<Vec<u8>>,
+            explain: None::<Explainer<Vec<u8>>>,
             shown: Shown::Line,
             stats: Stats::default(),
         };
@@ -993,7 +917,9 @@ mod tests {
         let counts = (s.lines, s.new, s.duplicate, s.invalid, s.empty);
         (
             String::from_utf8_lossy(&emit.out).into_owned(),
-            String::from_utf8_lossy(&emit.explain.unwrap_or_default()).into_owned(),
+            emit.explain
+                .map(|e| String::from_utf8_lossy(&e.into_inner()).into_owned())
+                .unwrap_or_default(),
             counts,
         )
     }
@@ -1029,7 +955,7 @@ mod tests {
             let input = random_input(seed, 400);
             // One line at a time, through a deduplicator that canonicalizes.
             let one_by_one = build(similar);
-            let mut emit = emitter();
+            let mut emit = emitter("in");
             let whole = Block {
                 bytes: input.clone(),
                 at_start: true,
@@ -1051,7 +977,7 @@ mod tests {
                         at_start: true,
                         ..Block::default()
                     },
-                    MAX_LEN,
+                    (MAX_LEN, false),
                     &raw,
                     false,
                 );
@@ -1064,14 +990,20 @@ mod tests {
             // Blocks of random sizes, canonicalized and hashed apart, decided on the canonical
             // forms and their digests.
             let mut blocks = build(similar);
-            let mut emit = emitter();
+            let mut emit = emitter("in");
             let mut reader = BlockReader::new(&input[..], false, 1 + seed as usize * 37, MAX_LEN);
             let mut number = 1;
             while let Some(block) = reader.next_block().unwrap() {
                 // Features hashed by the workers for some blocks and by the deciding thread
                 // for the others: either way gives the same answers.
                 let hash_features = number % 3 != 0;
-                let parsed = Parsed::new(0, block, MAX_LEN, &blocks.preparer(), hash_features);
+                let parsed = Parsed::new(
+                    0,
+                    block,
+                    (MAX_LEN, false),
+                    &blocks.preparer(),
+                    hash_features,
+                );
                 emit.decide(&mut blocks, "in", number, &parsed, None)
                     .unwrap();
                 number += parsed.entries.len() as u64;
@@ -1081,14 +1013,6 @@ mod tests {
             }
             assert_eq!(outcome(emit), want, "seed {seed}");
         }
-    }
-
-    #[test]
-    fn the_first_layer_follows_the_input_within_bounds() {
-        assert_eq!(first_layer(None), 1_000_000);
-        assert_eq!(first_layer(Some(1_000)), 65_536);
-        assert_eq!(first_layer(Some(8_000_000)), 2_000_000);
-        assert_eq!(first_layer(Some(u64::MAX)), 4_000_000);
     }
 
     #[test]

@@ -221,10 +221,15 @@ fn load(path: &Path, builder: Builder) -> Result<(UrlDedup, u64), String> {
     let dedup = builder
         .restore_with_limits(&mut input, limits)
         .map_err(|e| match e {
-            url_dedup::Error::ConfigMismatch { .. } => format!(
-                "{}\n(pass --force-state to use it anyway: its URLs were recorded in another \
-                 form, so some \"seen\" answers would be wrong)",
-                unusable(&e)
+            url_dedup::Error::ConfigMismatch {
+                recorded,
+                configured,
+            } => format!(
+                "state file {} was written with other options:\n{}(pass --force-state to use \
+                 it anyway: its URLs were recorded in another form, so some \"seen\" answers \
+                 would be wrong)",
+                path.display(),
+                crate::mismatch::describe(&recorded, &configured),
             ),
             e => unusable(&e),
         })?;

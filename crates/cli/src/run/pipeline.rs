@@ -35,6 +35,8 @@ pub(crate) struct Plan {
     pub(crate) sources: Vec<Option<PathBuf>>,
     /// Lines longer than this are not URLs.
     pub(crate) max_len: usize,
+    /// Lines are read exactly (`--raw`, see [`Block::exact_lines`]) rather than as URLs.
+    pub(crate) exact: bool,
     /// Canonicalizes text lines into their keys (or keeps each line as its own key) and
     /// hashes the keys, as the deduplicator that decides them would.
     pub(crate) preparer: Preparer,
@@ -129,15 +131,18 @@ impl Parsed {
     pub(crate) fn new(
         source: usize,
         block: Block,
-        max_len: usize,
+        (max_len, exact): (usize, bool),
         preparer: &Preparer,
         hash_features: bool,
     ) -> Self {
         let mut canonical = Vec::new();
         let mut features = preparer.feature_hashes().filter(|_| hash_features);
         let base = block.bytes.as_ptr() as usize;
-        let entries = block
-            .lines(max_len)
+        let lines = match exact {
+            true => block.exact_lines(max_len),
+            false => block.lines(max_len),
+        };
+        let entries = lines
             .map(|line| {
                 let (text, prepared) = match line {
                     Line::Text(text) => (text.as_bytes(), preparer.prepare_str(text)),
@@ -205,7 +210,7 @@ impl Work {
             Work::Block(source, block) => Message::Parsed(Box::new(Parsed::new(
                 source,
                 block,
-                plan.max_len,
+                (plan.max_len, plan.exact),
                 &plan.preparer,
                 plan.hash_features,
             ))),
@@ -236,6 +241,7 @@ struct Shared {
     /// Blocks read but not yet decided, at most.
     capacity: usize,
     max_len: usize,
+    exact: bool,
     preparer: Preparer,
     hash_features: bool,
 }
@@ -316,6 +322,7 @@ pub(crate) fn start(plan: Plan) -> Results {
         room: Condvar::new(),
         capacity: IN_FLIGHT_PER_THREAD * (plan.workers + 1),
         max_len: plan.max_len,
+        exact: plan.exact,
         preparer: plan.preparer,
         hash_features: plan.hash_features,
     });
@@ -508,7 +515,13 @@ mod tests {
         } else {
             b.no_canonicalization()
         };
-        Parsed::new(0, block, 100, &dedup.build().unwrap().preparer(), true)
+        Parsed::new(
+            0,
+            block,
+            (100, false),
+            &dedup.build().unwrap().preparer(),
+            true,
+        )
     }
 
     #[test]
@@ -566,6 +579,7 @@ mod tests {
             let mut results = start(Plan {
                 sources: vec![Some(path.clone()), Some(dir.path().join("missing"))],
                 max_len: 100,
+                exact: false,
                 preparer: UrlDedup::builder()
                     .no_canonicalization()
                     .build()
