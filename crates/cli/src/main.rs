@@ -9,6 +9,7 @@ mod explain;
 mod journal;
 mod lines;
 mod mismatch;
+mod private_file;
 mod run;
 mod state;
 mod stats;
