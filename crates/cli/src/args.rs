@@ -142,7 +142,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, requires = "redis", value_parser = seconds)]
     pub(crate) redis_timeout: f64,
 
-    /// Print counts per outcome, memory per URL and throughput to stderr at the end.
+    /// Print to stderr at the end: counts per outcome, the URLs expected lost, the filter's
+    /// bytes per URL, the time and lines per second, and where the deciding thread's time went
+    /// (running, waiting for a core, waiting for input or output).
     #[arg(long)]
     pub(crate) stats: bool,
 
