@@ -25,7 +25,8 @@ Examples:
   url-dedup --state seen.udd new.txt              print only URLs not seen in earlier runs (like anew)
   url-dedup --similar --explain=dropped.tsv urls.txt
                                                   also fold near-duplicates, say why each was dropped
-  url-dedup --raw urls.txt                        byte-exact, no canonicalization
+  url-dedup --raw urls.txt                        lines compared exactly, as awk '!seen[$0]++'
+  url-dedup --surt cdx-urls.txt                   SURT keys, as the surt package gives them
   url-dedup --redis redis://10.0.0.5:6379/ part-1.txt
                                                   share the seen set with other machines
 

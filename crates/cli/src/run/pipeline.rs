@@ -146,8 +146,9 @@ impl Parsed {
             .map(|line| {
                 let (text, prepared) = match line {
                     Line::Text(text) => (text.as_bytes(), preparer.prepare_str(text)),
-                    // Text in another encoding is a key only byte for byte: the preparer
-                    // refuses it when it canonicalizes.
+                    // Lines read exactly, and text in another encoding: a key byte for byte
+                    // without canonicalization; canonicalizing, only the safe-browsing
+                    // convention reads them, and the preparer refuses them otherwise.
                     Line::Bytes(bytes) => (bytes, preparer.prepare(bytes)),
                     Line::Empty => return Entry::Empty,
                     Line::TooLong(len) => return Entry::TooLong(len),
