@@ -112,6 +112,56 @@ impl Canonicalizer {
         Ok(Cow::Owned(out))
     }
 
+    /// The canonical form of `input` given as bytes: UTF-8 input as
+    /// [`canonicalize`](Self::canonicalize) gives it; other bytes only under rules that read
+    /// bytes, [`Rules::SafeBrowsing`] (its published examples include a raw `0x80` octet, and
+    /// its canonical form escapes every octet outside printable ASCII).
+    ///
+    /// # Errors
+    ///
+    /// As [`canonicalize`](Self::canonicalize); [`CanonError::NotUtf8`] for bytes that are not
+    /// UTF-8 under other rules.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_canon::{CanonError, Canonicalizer, Policy};
+    ///
+    /// let latin1 = b"http://example.com/caf\xe9";
+    /// let safe_browsing = Canonicalizer::new(Policy::safe_browsing());
+    /// assert_eq!(&*safe_browsing.canonicalize_bytes(latin1)?, b"http://example.com/caf%E9");
+    /// let crawler = Canonicalizer::default();
+    /// assert_eq!(crawler.canonicalize_bytes(latin1), Err(CanonError::NotUtf8));
+    /// assert_eq!(&*crawler.canonicalize_bytes(b"HTTP://Example.com")?, b"http://example.com/");
+    /// # Ok::<(), CanonError>(())
+    /// ```
+    pub fn canonicalize_bytes<'a>(&self, input: &'a [u8]) -> Result<Cow<'a, [u8]>, CanonError> {
+        if let Ok(text) = std::str::from_utf8(input) {
+            return Ok(match self.canonicalize(text)? {
+                Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
+                Cow::Owned(o) => Cow::Owned(o.into_bytes()),
+            });
+        }
+        if self.policy.rules != Rules::SafeBrowsing {
+            return Err(CanonError::NotUtf8);
+        }
+        let limit = self.policy.max_len;
+        if input.len() > limit {
+            return Err(CanonError::TooLong {
+                len: input.len(),
+                limit,
+            });
+        }
+        let canonical = safe_browsing::SafeBrowsingUrl::parse_bytes(input)?.to_string();
+        if canonical.len() > limit {
+            return Err(CanonError::TooLong {
+                len: canonical.len(),
+                limit,
+            });
+        }
+        Ok(Cow::Owned(canonical.into_bytes()))
+    }
+
     /// Writes the canonical form of `input` into `out` (cleared first), reusing its buffer:
     /// after warm-up a loop over URLs allocates nothing of its own, canonical or not (the
     /// WHATWG parser still allocates for inputs that need it).

@@ -39,6 +39,10 @@ pub enum CanonError {
     /// The WHATWG URL parser rejected the input (bad host, bad port, ...).
     #[error("unparsable URL: {0}")]
     Unparsable(#[source] url::ParseError),
+    /// Bytes that are not UTF-8, under rules that read only text (all but Safe Browsing's; see
+    /// [`Canonicalizer::canonicalize_bytes`](crate::Canonicalizer::canonicalize_bytes)).
+    #[error("not valid UTF-8 (of the conventions, only safe-browsing reads other bytes)")]
+    NotUtf8,
     /// A named convention rejects the input, as the project it reproduces does (a Safe
     /// Browsing URL without a host, a w3lib port that is not a number, ...).
     #[error("{convention} rejects the URL: {reason}")]

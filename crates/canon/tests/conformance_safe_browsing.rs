@@ -313,3 +313,24 @@ fn every_published_example_is_reproduced_through_the_policy() {
         }
     }
 }
+
+/// A canonical URL has no octet `<= 0x20` or `>= 0x7F` left unescaped, whatever Punycode keeps
+/// of the host: the Go client wrote `http://xn--\x01-ba.com/` for `http://\x01\xc2\x80.com/`
+/// (an ASCII control byte next to a non-ASCII character), a raw control byte in its output.
+#[test]
+fn a_canonical_url_holds_no_raw_control_byte() {
+    for (input, expected) in [
+        (&b"http://\x01\xc2\x80.com/"[..], "http://xn--%01-ba.com/"),
+        (b"http://%01%C2%80.com/", "http://xn--%01-ba.com/"),
+        (b"http://a\x7fb.\xc3\xa9.com/", "http://a%7Fb.xn--9ca.com/"),
+        (b"http://a%20b.\xc3\xa9.com/", "http://a%20b.xn--9ca.com/"),
+    ] {
+        let got = SafeBrowsingUrl::parse_bytes(input).map(|u| u.to_string());
+        assert_eq!(got.as_deref(), Ok(expected), "{input:?}");
+        let text = got.unwrap();
+        assert!(
+            text.bytes().all(|b| b > 0x20 && b < 0x7f),
+            "{input:?} gave {text:?}"
+        );
+    }
+}

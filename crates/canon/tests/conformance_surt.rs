@@ -274,3 +274,55 @@ fn the_policies_give_default_keys_and_urls() {
         }
     }
 }
+
+/// Keys the `surt` package 0.3.1 itself computed (`data/surt-package.py`): the record schemes
+/// CDX files hold (`dns:`, `filedesc:`, `warcinfo:`, `whois:`, `mailto:`), hand-picked hosts,
+/// ports, escapes and session ids, and a sample of real URLs. `!error` marks an input the
+/// package raises on.
+const PACKAGE_KEYS: &str = include_str!("data/surt-package.tsv");
+
+/// A field of `surt-package.tsv`, with `\\`, `\t`, `\r` and `\n` unescaped.
+fn unescape(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        out.push(match (c, c == '\\') {
+            (_, true) => match chars.next() {
+                Some('t') => '\t',
+                Some('r') => '\r',
+                Some('n') => '\n',
+                Some(other) => other,
+                None => '\\',
+            },
+            (c, false) => c,
+        });
+    }
+    out
+}
+
+#[test]
+fn keys_match_the_package_on_data_vectors() {
+    let keys = Canonicalizer::new(Policy::surt());
+    let mut count = 0;
+    for line in PACKAGE_KEYS.lines().filter(|l| !l.starts_with('#')) {
+        let (input, expected) = line.split_once('\t').expect("input TAB key");
+        let (input, expected) = (unescape(input), unescape(expected));
+        let got = surt(&input);
+        if expected == "!error" {
+            assert!(
+                got.is_err(),
+                "{input:?}: the package fails, the crate gave {got:?}"
+            );
+        } else {
+            assert_eq!(got.as_deref(), Ok(expected.as_str()), "{input:?}");
+            // The `surt` convention's canonical form is the key, whatever the scheme.
+            assert_eq!(
+                keys.canonicalize(&input).as_deref(),
+                Ok(expected.as_str()),
+                "{input:?}"
+            );
+        }
+        count += 1;
+    }
+    assert!(count > 500, "{count} vectors");
+}

@@ -239,3 +239,33 @@ fn idempotent_on_the_idempotence_inputs_of_w3lib() {
         assert_eq!(w3lib(DEFAULT).canonicalize(&once).as_deref(), Ok(&*once));
     }
 }
+
+/// IPv6 hosts with a zone, compared with the w3lib 2.5.0 package itself (Python 3.11): its
+/// `urlsplit` reads a bracketed host with `ipaddress`, which takes a zone after `%` (RFC
+/// 6874's `%25eth0` is the zone `25eth0`), not empty and without a second `%`.
+#[test]
+fn ipv6_zones_as_the_package() {
+    for (input, expected) in [
+        (
+            "http://[fe80::1%25eth0]/p",
+            Some("http://[fe80::1%25eth0]/p"),
+        ),
+        (
+            "http://[FE80::0001%25Eth0]/p",
+            Some("http://[fe80::1%25eth0]/p"),
+        ),
+        ("http://[fe80::1%eth0]/p", Some("http://[fe80::1%eth0]/p")),
+        ("http://[::1%25]/", Some("http://[::1%25]/")),
+        (
+            "http://[fe80::1%25eth0]:8080/p",
+            Some("http://[fe80::1%25eth0]:8080/p"),
+        ),
+        ("http://[fe80::1%]/p", None),
+        ("http://[fe80::1%25%65th0]/p", None),
+        ("http://[fe80::1%25eth0%25x]/", None),
+        ("http://[1.2.3.4%25x]/", None),
+    ] {
+        let got = w3lib(DEFAULT).canonicalize(input);
+        assert_eq!(got.as_deref().ok(), expected, "{input}: {got:?}");
+    }
+}

@@ -10,9 +10,10 @@ use clap::{Parser, ValueEnum};
 /// query, tracking parameters and session tokens removed, fragment dropped), so spellings of
 /// one page count once. Seen URLs are kept in a filter that grows with the input: a new URL is
 /// taken for a seen one with probability below --fpr (one in a billion by default, so a list
-/// of 100 million URLs loses a distinct URL with probability about 0.1), in about 6.5 bytes
-/// per URL. --exact keeps 128-bit fingerprints instead: no loss in practice, 19-39 bytes per
-/// URL.
+/// of 100 million URLs loses a distinct URL with probability about 0.1). At the default rate
+/// the filter took 9 to 11 bytes per distinct URL on lists of 50 thousand to 5 million; --stats
+/// prints what a run takes. --exact keeps 128-bit fingerprints instead: no loss in practice,
+/// 19-39 bytes per URL.
 #[derive(Debug, Parser)]
 #[command(
     name = "url-dedup",
@@ -24,16 +25,20 @@ Examples:
   url-dedup --state seen.udd new.txt              print only URLs not seen in earlier runs (like anew)
   url-dedup --similar --explain=dropped.tsv urls.txt
                                                   also fold near-duplicates, say why each was dropped
-  url-dedup --raw urls.txt                        byte-exact, no canonicalization
+  url-dedup --raw urls.txt                        lines compared exactly, as awk '!seen[$0]++'
+  url-dedup --surt cdx-urls.txt                   SURT keys, as the surt package gives them
   url-dedup --redis redis://10.0.0.5:6379/ part-1.txt
                                                   share the seen set with other machines
 
 With --state, the decided URLs are also appended to FILE.journal about once a second
 (--checkpoint-every), so a run that is killed or runs out of disk reprints at most the last
-second or so of its output when run again; the state itself is saved whole at the end. The
-state records the canonicalization and similarity options and is refused by a run with other
-ones (--force-state overrides). State and journal are created readable by their owner only:
-they hold the hash key.
+second or so of its output when run again; the state itself is saved whole at the end. A
+damaged journal block is reported with the URLs it costs (they are printed again), and the
+blocks after it are still read. The state records the canonicalization and similarity
+options and is refused by a run with other ones (--force-state overrides). State and journal
+hold the hash key: they are created readable by their owner only, saved through a temporary
+file of a random name, and never written through a symbolic link (a link, or a path that is
+not a regular file such as /dev/null, is refused).
 
 Exit status: 0 on success (invalid lines are reported, not fatal), 1 on an I/O error, an
 unusable state file or a filter store (Redis) that stopped answering, 2 on a usage error."
@@ -43,9 +48,9 @@ pub(crate) struct Args {
     #[arg(value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,
 
-    /// Distinct URLs the filter's first layer holds [default: from the input size, between
-    /// 16 thousand and 4 million; 1 million for a pipe]. Only a starting point: the filter
-    /// grows past it without losing its rate.
+    /// Distinct URLs the filter's first layer holds [default: a quarter of the lines estimated
+    /// from the input size, between 65,536 and 4,000,000; 1,000,000 for a pipe]. Only a
+    /// starting point: the filter grows past it without losing its rate.
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) expected: Option<u64>,
 
@@ -55,8 +60,8 @@ pub(crate) struct Args {
     pub(crate) fpr: f64,
 
     /// No false positives in practice: keep a keyed 128-bit fingerprint per distinct URL
-    /// (19-39 bytes per URL) instead of the filter (about 6.5 bytes per URL at the default
-    /// rate).
+    /// (19-39 bytes per URL) instead of the filter (9 to 11 bytes per URL at the default rate,
+    /// as measured; --stats prints a run's own figure).
     #[arg(long)]
     pub(crate) exact: bool,
 
@@ -97,6 +102,7 @@ pub(crate) struct Args {
 
     /// Remember seen URLs in FILE across runs, so only URLs new to all runs are printed: loaded
     /// if it exists, journaled while the run goes (FILE.journal), saved whole at the end.
+    /// FILE must be a regular file or not exist yet; a symbolic link is refused.
     #[arg(long, value_name = "FILE")]
     pub(crate) state: Option<PathBuf>,
 
@@ -137,12 +143,19 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, requires = "redis", value_parser = seconds)]
     pub(crate) redis_timeout: f64,
 
-    /// Print counts per outcome, memory per URL and throughput to stderr at the end.
+    /// Print to stderr at the end: counts per outcome, the URLs expected lost, the filter's
+    /// bytes per URL, the time and lines per second, and where the deciding thread's time went
+    /// (running, waiting for a core, waiting for input or output).
     #[arg(long)]
     pub(crate) stats: bool,
 
-    /// Say why each dropped line was dropped, as tab-separated lines: `--explain` to stderr,
-    /// `--explain=FILE` to FILE (never one of the input files).
+    /// Say why each dropped line was dropped: `--explain` to stderr, `--explain=FILE` to FILE
+    /// (never one of the input files). One tab-separated row per line: `duplicate`, `similar`
+    /// or `invalid`; where it is (`FILE:LINE`); the line; the earlier line it was folded into
+    /// (`FILE:LINE`, `-` when none in this input); the reason. Tabs, line breaks, other
+    /// control bytes, `\` and bytes that are not UTF-8 in a field are escaped (`\t`, `\n`,
+    /// `\r`, `\xHH`, `\\`). Remembering the earlier lines takes about 30 bytes per distinct
+    /// URL.
     #[arg(
         long,
         value_name = "FILE",
@@ -156,25 +169,33 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) canonical: bool,
 
-    /// Print the SURT key of each kept URL (`org,example)/path?query`, as web-archive CDX
-    /// indexes sort them) instead of the line as given.
+    /// Deduplicate on the SURT key of the `surt` Python package (`org,example)/path?query`,
+    /// as web-archive CDX indexes sort them) and print the key instead of the line. The same
+    /// as `--policy surt --canonical`: `http://www.example.com/a` and `https://example.com/a/`
+    /// have one key; `dns:`, `filedesc:`, `warcinfo:`, `whois:` and `mailto:` records are
+    /// keyed as the package keys them. Takes no other --policy and no canonicalization switch.
     #[arg(long, conflicts_with_all = ["canonical", "raw"])]
     pub(crate) surt: bool,
 
-    /// Canonicalization convention: `crawler` (the default rules, one by one below),
-    /// `rfc3986` (RFC 3986 section 6 only), `w3lib` (Scrapy's canonicalize_url), `safe-browsing`
-    /// (Google Safe Browsing), `ia` (the Internet Archive's canonicalizer), `surt` (its SURT
-    /// canonicalizer). The switches below adjust it.
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "crawler",
-        conflicts_with = "raw"
-    )]
-    pub(crate) policy: url_dedup::canon::Convention,
+    /// Canonicalization convention [default: crawler]: `crawler` (the default rules, adjusted
+    /// by the switches below), `rfc3986` (RFC 3986 section 6 only, adjusted by the switches),
+    /// `w3lib` (Scrapy's canonicalize_url), `safe-browsing` (Google Safe Browsing; lines that
+    /// are not UTF-8 are canonicalized too), `ia` (the Internet Archive's canonicalizer),
+    /// `surt` (its SURT key, any scheme). The last four reproduce those projects exactly and
+    /// take no switch.
+    #[arg(long, value_name = "NAME", conflicts_with = "raw")]
+    pub(crate) policy: Option<url_dedup::canon::Convention>,
 
-    /// No canonicalization: compare lines byte for byte and accept any bytes, in any encoding.
-    #[arg(long, conflicts_with_all = ["canonical"])]
+    /// No canonicalization: compare lines exactly as `awk '!seen[$0]++'` does. A line is
+    /// every byte up to `\n`: white space, `\r`, a byte order mark, NUL and other bytes
+    /// included, any encoding; an empty line is a line. Lines longer than --max-len are
+    /// reported as invalid, not compared (raise --max-len to compare them). Takes no
+    /// canonicalization option.
+    #[arg(long, conflicts_with_all = [
+        "canonical", "keep_fragment", "keep_query_order", "keep_empty_query", "keep_tracking",
+        "keep_session", "strip_params", "fold_www", "fold_scheme", "lowercase_path",
+        "trailing_slash",
+    ])]
     pub(crate) raw: bool,
 
     /// Keep `#fragments` (by default they are removed: they never reach the server).
@@ -219,7 +240,7 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = SlashPolicy::Keep)]
     pub(crate) trailing_slash: SlashPolicy,
 
-    /// Longest line accepted, in bytes; longer lines are reported as invalid.
+    /// Longest line accepted, in bytes; longer lines are reported as invalid (with --raw too).
     #[arg(long, value_name = "BYTES", default_value_t = 8192)]
     pub(crate) max_len: usize,
 

@@ -12,8 +12,9 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 pub(crate) enum Line<'a> {
     /// A line of UTF-8 text, line ending and surrounding Unicode white space removed.
     Text(&'a str),
-    /// A line that is not UTF-8 (text in another encoding), line ending and surrounding ASCII
-    /// white space removed: without canonicalization any bytes are a key.
+    /// A line compared as bytes: one that is not UTF-8 (text in another encoding), line
+    /// ending and surrounding ASCII white space removed, or any line read exactly
+    /// ([`Block::exact_lines`]).
     Bytes(&'a [u8]),
     /// Nothing but white space.
     Empty,
@@ -59,6 +60,18 @@ impl Block {
             at_start: self.at_start,
         }
     }
+
+    /// The block's lines read exactly, as `awk` reads records: each is every byte up to `\n`
+    /// (white space, `\r`, a byte order mark, NUL included; an empty line is a line), as
+    /// [`Line::Bytes`], or [`Line::TooLong`] past `max_len` bytes.
+    pub(crate) fn exact_lines(&self, max_len: usize) -> Lines<'_> {
+        Lines {
+            rest: Rest::Exact(&self.bytes),
+            too_long: self.too_long,
+            max_len,
+            at_start: false,
+        }
+    }
 }
 
 /// Iterator over the lines of a [`Block`].
@@ -75,6 +88,8 @@ enum Rest<'a> {
     Text(&'a str),
     /// Not known to be.
     Bytes(&'a [u8]),
+    /// Read exactly, whatever the bytes.
+    Exact(&'a [u8]),
 }
 
 impl<'a> Iterator for Lines<'a> {
@@ -87,6 +102,10 @@ impl<'a> Iterator for Lines<'a> {
                 next_text_line(rest).map(|line| classify_text_line(line, max_len, at_start))
             }
             Rest::Bytes(rest) => next_line(rest).map(|line| classify_line(line, max_len, at_start)),
+            Rest::Exact(rest) => next_line(rest).map(|line| match line.len() {
+                len if len > max_len => Line::TooLong(len),
+                _ => Line::Bytes(line),
+            }),
         };
         line.or_else(|| self.too_long.take().map(Line::TooLong))
     }
@@ -453,6 +472,29 @@ mod tests {
             ),
             ["Control(0)", "Control(13)", "Text(\"ok\")"]
         );
+    }
+
+    /// Read exactly, a line is what `awk` takes for a record: every byte up to `\n`.
+    #[test]
+    fn exact_lines_are_every_byte_up_to_a_newline() {
+        let block = Block {
+            bytes: b"\xef\xbb\xbfa\na \n a\n\na\r\n\0x\r\ny\x0bz\n123456\n\xff".to_vec(),
+            at_start: true,
+            ..Block::default()
+        };
+        let lines: Vec<Line<'_>> = block.exact_lines(5).collect();
+        let want: [&[u8]; 7] = [
+            b"\xef\xbb\xbfa",
+            b"a ",
+            b" a",
+            b"",
+            b"a\r",
+            b"\0x\r",
+            b"y\x0bz",
+        ];
+        let mut want: Vec<Line<'_>> = want.into_iter().map(Line::Bytes).collect();
+        want.extend([Line::TooLong(6), Line::Bytes(b"\xff")]);
+        assert_eq!(lines, want);
     }
 
     #[test]

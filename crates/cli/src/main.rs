@@ -4,8 +4,12 @@
 //! usage error.
 
 mod args;
+mod config;
+mod explain;
 mod journal;
 mod lines;
+mod mismatch;
+mod private_file;
 mod run;
 mod state;
 mod stats;

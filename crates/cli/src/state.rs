@@ -1,28 +1,32 @@
 //! `--state FILE`: the deduplicator's snapshot across runs, and the journal that bounds what a
 //! killed run reprints.
 //!
-//! Files, all created readable by their owner only (the snapshot holds the hash key):
+//! Files, all created readable by their owner only and never written through a symbolic link
+//! (the snapshot holds the hash key; see [`crate::private_file`]):
 //!
-//! * `FILE`: the whole state, replaced atomically (written to `FILE.tmp.<pid>`, synced,
+//! * `FILE`: the whole state, replaced atomically (written to `FILE.tmp.<random>`, synced,
 //!   renamed) at the end of a run and whenever the journal grows past the state's size.
 //! * `FILE.journal`: keys decided since `FILE` was written, appended in blocks after the
 //!   output they cover was flushed (see [`crate::journal`]). It is also the run's lock: a
 //!   second run on the same state is refused while the first holds it.
 //!
-//! Opening a state, before any input is read: take the lock (so the directory is known to be
-//! writable and no other run is using the files), delete temporary files a killed run left,
-//! read `FILE` (refusing trailing bytes and another configuration), replay the journal, and if
-//! it held anything, save `FILE` whole and empty the journal, so every run starts clean.
+//! Opening a state, before any input is read: refuse a path that is a link or no regular
+//! file, take the lock (so the directory is known to be writable and no other run is using
+//! the files), delete temporary files a killed run left, read `FILE` (refusing trailing bytes
+//! and another configuration), replay the journal (saying what a damaged part of it costs),
+//! and if it held anything, save `FILE` whole and empty the journal, so every run starts
+//! clean.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, BufWriter, Read};
+use std::fs;
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use url_dedup::bloom::snapshot::Limits;
 use url_dedup::{Builder, UrlDedup};
 
-use crate::journal::{Journal, PendingKeys};
+use crate::journal::{Journal, PendingKeys, Replayed};
+use crate::private_file;
 
 /// A state file in use by this run.
 #[derive(Debug)]
@@ -46,13 +50,9 @@ impl State {
         every: Option<Duration>,
     ) -> Result<(Self, UrlDedup), String> {
         let journal_path = suffixed(path, ".journal");
-        let journal_file = private_options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&journal_path)
-            .map_err(|e| format!("cannot open {}: {e}", journal_path.display()))?;
+        // Before anything is created: `--state /dev/null` once made `/dev/null.journal`.
+        private_file::check_path(path)?;
+        let journal_file = private_file::open_or_create(&journal_path)?;
         match journal_file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
@@ -65,7 +65,7 @@ impl State {
                 return Err(format!("cannot lock {}: {e}", journal_path.display()));
             }
         }
-        remove_stale_temporaries(path);
+        private_file::remove_stale_temporaries(path);
 
         let (dedup, saved_bytes) = load(path, builder)?;
         let (journal, replayed) = Journal::open(journal_file, |keys| {
@@ -88,12 +88,8 @@ impl State {
             last_checkpoint: Instant::now(),
             saved_bytes,
         };
-        if replayed > 0 {
-            eprintln!(
-                "url-dedup: {} URLs of an unfinished run recovered from {}",
-                replayed,
-                journal_path.display()
-            );
+        report(&journal_path, &replayed);
+        if replayed.bytes > 0 {
             state.save(&dedup)?;
         }
         Ok((state, dedup))
@@ -166,36 +162,20 @@ impl State {
     /// Writes the whole state next to the file, syncs it, renames it into place and empties
     /// the journal, so a crash at any point leaves a usable state.
     fn save(&mut self, dedup: &UrlDedup) -> Result<(), String> {
-        let tmp = suffixed(&self.path, &format!(".tmp.{}", std::process::id()));
-        let result = (|| -> io::Result<u64> {
-            let file = private_options()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&tmp)?;
-            let mut out = BufWriter::new(file);
-            dedup.write_to(&mut out).map_err(io::Error::other)?;
-            let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
-            file.sync_all()?;
-            let bytes = file.metadata()?.len();
-            fs::rename(&tmp, &self.path)?;
-            sync_parent(&self.path);
-            Ok(bytes)
-        })();
-        match result {
+        let written = private_file::replace(&self.path, |out| {
+            dedup.write_to(out).map_err(io::Error::other)
+        });
+        match written {
             Ok(bytes) => {
                 self.saved_bytes = bytes;
                 self.journal.truncate().map_err(|e| {
                     format!("cannot reset the journal of {}: {e}", self.path.display())
                 })
             }
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                Err(format!(
-                    "cannot save state file {}: {e}",
-                    self.path.display()
-                ))
-            }
+            Err(e) => Err(format!(
+                "cannot save state file {}: {e}",
+                self.path.display()
+            )),
         }
     }
 }
@@ -203,12 +183,8 @@ impl State {
 /// Reads the state at `path` with `builder`'s configuration, or builds a fresh one when there
 /// is no file yet; returns it and the file's size.
 fn load(path: &Path, builder: Builder) -> Result<(UrlDedup, u64), String> {
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return builder.build().map(|d| (d, 0)).map_err(|e| e.to_string());
-        }
-        Err(e) => return Err(format!("cannot open state file {}: {e}", path.display())),
+    let Some(file) = private_file::open_existing(path)? else {
+        return builder.build().map(|d| (d, 0)).map_err(|e| e.to_string());
     };
     let unusable =
         |e: &dyn std::fmt::Display| format!("cannot use state file {}: {e}", path.display());
@@ -221,10 +197,15 @@ fn load(path: &Path, builder: Builder) -> Result<(UrlDedup, u64), String> {
     let dedup = builder
         .restore_with_limits(&mut input, limits)
         .map_err(|e| match e {
-            url_dedup::Error::ConfigMismatch { .. } => format!(
-                "{}\n(pass --force-state to use it anyway: its URLs were recorded in another \
-                 form, so some \"seen\" answers would be wrong)",
-                unusable(&e)
+            url_dedup::Error::ConfigMismatch {
+                recorded,
+                configured,
+            } => format!(
+                "state file {} was written with other options:\n{}(pass --force-state to use \
+                 it anyway: its URLs were recorded in another form, so some \"seen\" answers \
+                 would be wrong)",
+                path.display(),
+                crate::mismatch::describe(&recorded, &configured),
             ),
             e => unusable(&e),
         })?;
@@ -256,58 +237,25 @@ pub(crate) fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Deletes `FILE.tmp.*` left by runs that were killed while saving. Called with the journal's
-/// lock held, so no live run is writing one.
-fn remove_stale_temporaries(path: &Path) {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return;
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let mut prefix = name.to_os_string();
-    prefix.push(".tmp.");
-    let prefix = prefix.as_encoded_bytes();
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let bytes = file_name.as_encoded_bytes();
-        if bytes.len() > prefix.len()
-            && bytes.starts_with(prefix)
-            && bytes[prefix.len()..].iter().all(u8::is_ascii_digit)
-        {
-            let _ = fs::remove_file(entry.path());
-        }
+/// Says what replaying a journal recovered, and what a damaged part of it cost: those URLs
+/// are printed again by this run.
+fn report(journal: &Path, replayed: &Replayed) {
+    if replayed.keys > 0 {
+        eprintln!(
+            "url-dedup: {} URLs of an unfinished run recovered from {}",
+            replayed.keys,
+            journal.display()
+        );
     }
-}
-
-/// Options that create files readable and writable by their owner only.
-fn private_options() -> OpenOptions {
-    let mut options = OpenOptions::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options
-}
-
-/// Makes a rename durable: syncs the directory that holds `path` (best effort).
-fn sync_parent(path: &Path) {
-    #[cfg(unix)]
-    if let Some(dir) = path.parent() {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
+    for damage in &replayed.damage {
+        eprintln!(
+            "url-dedup: warning: {}: {damage}; they will be printed again{}",
+            journal.display(),
+            match replayed.blocks {
+                0 => String::new(),
+                n => format!(" ({n} whole blocks read)"),
+            }
+        );
     }
 }
 
@@ -315,9 +263,9 @@ fn sync_parent(path: &Path) {
 mod tests {
     use super::*;
 
-    /// A run whose final save fails (a full disk; here the temporary file's name is taken by
-    /// a directory) keeps every URL it decided in the journal, and the next run replays them:
-    /// none is printed again.
+    /// A run whose final save fails (a full disk; here the state's path is taken by a
+    /// directory, which a file cannot be renamed over) keeps every URL it decided in the
+    /// journal, and the next run replays them: none is printed again.
     #[test]
     fn a_failed_final_save_leaves_the_runs_urls_to_the_next_run() {
         let dir = tempfile::tempdir().unwrap();
@@ -331,12 +279,14 @@ mod tests {
             assert!(dedup.check_and_insert(url).unwrap().is_new());
             state.record(dedup.canonicalize(url).unwrap().as_bytes());
         }
-        let blocker = suffixed(&path, &format!(".tmp.{}", std::process::id()));
-        fs::create_dir(&blocker).unwrap();
+        fs::create_dir(&path).unwrap();
+        fs::write(path.join("in the way"), b"").unwrap();
         let error = state.finish(&dedup).unwrap_err();
         assert!(error.contains("cannot save state file"), "{error}");
         assert!(error.contains("the next run replays"), "{error}");
-        fs::remove_dir(&blocker).unwrap();
+        fs::remove_dir_all(&path).unwrap();
+        // No temporary file is left behind.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
 
         let (_, next) = State::open(&path, builder(), None).unwrap();
         for url in urls {

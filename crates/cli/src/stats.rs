@@ -18,6 +18,40 @@ pub(crate) struct Stats {
     pub(crate) expected_false_drops: f64,
     /// The filter's false-positive rate when the sum above was last brought up to date.
     pub(crate) rate_counted: Option<f64>,
+    /// Where the deciding thread's time went, when the system says.
+    pub(crate) decider: Option<ThreadTimes>,
+}
+
+/// Where one thread's time went: running, waiting for a core (other threads and processes
+/// had them), and the rest of the wall time, waiting for work or for its output.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct ThreadTimes {
+    pub(crate) running: f64,
+    pub(crate) waiting_for_core: f64,
+}
+
+impl ThreadTimes {
+    /// The calling thread's times so far, in seconds, where the kernel keeps them (Linux
+    /// `/proc/thread-self/schedstat`).
+    pub(crate) fn now() -> Option<Self> {
+        let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
+        let (Some(Ok(running)), Some(Ok(waiting))) = (fields.next(), fields.next()) else {
+            return None;
+        };
+        Some(Self {
+            running: running as f64 / 1e9,
+            waiting_for_core: waiting as f64 / 1e9,
+        })
+    }
+
+    /// The times between `start` and `self`.
+    pub(crate) fn since(self, start: Self) -> Self {
+        Self {
+            running: self.running - start.running,
+            waiting_for_core: self.waiting_for_core - start.waiting_for_core,
+        }
+    }
 }
 
 impl Stats {
@@ -39,6 +73,17 @@ impl Stats {
         } else {
             "not known (the filter is in Redis)".to_owned()
         };
+        let decider = self
+            .decider
+            .map(|t| {
+                let idle = (secs - t.running - t.waiting_for_core).max(0.0);
+                format!(
+                    "deciding    {:>12.3} s on a core, {:.3} s waiting for one, {:.3} s for \
+                     input or output\n",
+                    t.running, t.waiting_for_core, idle
+                )
+            })
+            .unwrap_or_default();
         let similar_rate = dedup
             .similarity_false_positive_rate()
             .map(|r| format!("similar rate {r:>11.1e} (a new feature value taken for seen, now)\n"))
@@ -53,7 +98,8 @@ impl Stats {
              lost        {drops}\n\
              filter      {:>12} bytes ({per_url})\n\
              {similar_rate}\
-             elapsed     {:>12.3} s ({:.0} lines/s)\n",
+             elapsed     {:>12.3} s ({:.0} lines/s)\n\
+             {decider}",
             self.lines,
             self.new,
             self.duplicate,

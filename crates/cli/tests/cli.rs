@@ -323,26 +323,54 @@ fn mixed_input(n: usize) -> (Vec<u8>, Vec<(Vec<u8>, Expect)>) {
 /// What one line at a time gives: stdout (the line, or its canonical form, at the first
 /// occurrence of each page) and `--explain` records for input `name`.
 fn expected_output(lines: &[(Vec<u8>, Expect)], canonical: bool) -> (Vec<String>, Vec<String>) {
-    let mut seen = std::collections::HashSet::new();
+    let mut first = std::collections::HashMap::new();
     let (mut out, mut explain) = (Vec::new(), Vec::new());
-    for (number, (text, expect)) in (1..).zip(lines) {
-        let text = String::from_utf8_lossy(text);
+    for (number, (bytes, expect)) in (1..).zip(lines) {
+        let text = String::from_utf8_lossy(bytes);
         match expect {
-            Expect::Url { page, canonical: c } if seen.insert(*page) => {
-                out.push(if canonical {
-                    c.clone()
-                } else {
-                    text.into_owned()
-                });
-            }
-            Expect::Url { .. } => explain.push(format!("duplicate\t{text}")),
+            Expect::Url { page, canonical: c } => match first.get(page) {
+                None => {
+                    first.insert(*page, number);
+                    out.push(if canonical {
+                        c.clone()
+                    } else {
+                        text.into_owned()
+                    });
+                }
+                Some(earlier) => explain.push(format!(
+                    "duplicate\t{{name}}:{number}\t{text}\t{{name}}:{earlier}\tsame canonical form"
+                )),
+            },
             Expect::Empty => {}
-            Expect::Invalid(reason) => {
-                explain.push(format!("invalid\t{{name}}:{number}\t{reason}"))
-            }
+            Expect::Invalid(reason) => explain.push(format!(
+                "invalid\t{{name}}:{number}\t{}\t-\t{reason}",
+                escaped(bytes)
+            )),
         }
     }
     (out, explain)
+}
+
+/// A field of `--explain` as the command escapes it: `\`, tab, CR, LF, other control bytes
+/// and bytes that are not UTF-8.
+fn escaped(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_ascii_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
 }
 
 /// `explain` equals `expected` (in which `{name}` stands for the input's name) up to the end of

@@ -257,12 +257,13 @@ impl QueryKey {
     /// The default presentation parameters, whose word values do not tell pages apart:
     /// referral tags (`ref`, `referer`, `referrer`, `ref_src`, `via`, `share`, `shared`), sort
     /// order (`sort`, `sortby`, `sort_by`, `order`, `orderby`, `order_by`, `direction`),
-    /// display options (`layout`, `theme`, `skin`, `style`, `color`, `colour`, `print`,
-    /// `printable`, `logo`, `labelcolor`) and search-term highlighting (`highlight`, `hilite`).
+    /// display options (`layout`, `skin`, `style`, `color`, `colour`, `print`, `printable`,
+    /// `logo`, `labelcolor`) and search-term highlighting (`highlight`, `hilite`).
     ///
     /// Left out on purpose, because their word values often do name pages: `source` and
     /// `from` (`from=en&to=de`), `dir` (a directory browser's path), `view`, `mode`, `tab`,
-    /// `action` (`action=history` is another page than `action=view`) and `format`.
+    /// `action` (`action=history` is another page than `action=view`), `format`, and `theme`
+    /// (a news portal's topic: `NewsLink.htm?Theme=Windows+NT`).
     ///
     /// # Examples
     ///
@@ -272,7 +273,7 @@ impl QueryKey {
     /// assert!(QueryKey::PRESENTATION_PARAMS.contains(&"sort"));
     /// assert!(!QueryKey::PRESENTATION_PARAMS.contains(&"action"));
     /// ```
-    pub const PRESENTATION_PARAMS: [&'static str; 26] = [
+    pub const PRESENTATION_PARAMS: [&'static str; 25] = [
         "ref",
         "referer",
         "referrer",
@@ -288,7 +289,6 @@ impl QueryKey {
         "order_by",
         "direction",
         "layout",
-        "theme",
         "skin",
         "style",
         "color",

@@ -40,6 +40,11 @@ fn word_valued_parameters_name_pages() {
             "https://w.example/index.php?title=Main_Page",
             "https://w.example/index.php?title=Help",
         ],
+        // A news portal's topics, from a real list (newsnow.co.uk).
+        [
+            "http://www.newsnow.co.uk/NewsLink.htm?Theme=Electronic+Commerce",
+            "http://www.newsnow.co.uk/NewsLink.htm?Theme=Windows+NT",
+        ],
     ] {
         let mut f = crawler();
         assert!(f.check_and_insert(pages[0]).is_new());

@@ -761,8 +761,9 @@ impl UrlDedup {
 
     /// [`check_and_insert_batch_canonical`](Self::check_and_insert_batch_canonical) for raw
     /// lines of bytes. Without canonicalization any bytes are a key, compared byte for byte
-    /// (binary or text in another encoding); with it, a line must be UTF-8 and is canonicalized
-    /// as a URL. The canonical form comes back as bytes.
+    /// (binary or text in another encoding); with it, a line must be UTF-8 (but for the
+    /// safe-browsing convention, which reads bytes) and is canonicalized as a URL. The
+    /// canonical form comes back as bytes.
     ///
     /// # Errors
     ///
@@ -784,6 +785,13 @@ impl UrlDedup {
     /// let results = canonicalizing.check_and_insert_batch_bytes([latin1, b"HTTP://Example.com"]);
     /// assert!(matches!(results[0], Err(Error::NotUtf8)));
     /// assert_eq!(&*results[1].as_ref().unwrap().1, b"http://example.com/");
+    ///
+    /// // Safe Browsing's rules read bytes: the octet is escaped.
+    /// let blocklist = UrlDedup::builder()
+    ///     .canonicalization(url_dedup::canon::Policy::safe_browsing())
+    ///     .build()?;
+    /// let results = blocklist.check_and_insert_batch_bytes([latin1]);
+    /// assert_eq!(&*results[0].as_ref().unwrap().1, b"http://example.com/caf%E9");
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     pub fn check_and_insert_batch_bytes<'a, I>(&self, items: I) -> Vec<Decision<Cow<'a, [u8]>>>

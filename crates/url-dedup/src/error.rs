@@ -46,8 +46,12 @@ pub enum Error {
     /// A state snapshot is malformed or does not match this configuration.
     #[error("state snapshot: {0}")]
     Snapshot(#[from] url_dedup_bloom::snapshot::SnapshotError),
-    /// Bytes that are not UTF-8 given to a deduplicator that canonicalizes URLs.
-    #[error("not valid UTF-8 (only a deduplicator without canonicalization compares raw bytes)")]
+    /// Bytes that are not UTF-8 given to a deduplicator that canonicalizes URLs (by any
+    /// convention but safe-browsing, which reads bytes).
+    #[error(
+        "not valid UTF-8 (only a deduplicator without canonicalization, or with the \
+         safe-browsing convention, takes other bytes)"
+    )]
     NotUtf8,
     /// A state snapshot was written under another configuration (canonicalization policy,
     /// similarity preset, filter kind) than the one asked for; see

@@ -112,7 +112,8 @@ impl Preparer {
     ///
     /// # Errors
     ///
-    /// [`Error::NotUtf8`] for a line that is not UTF-8 when canonicalization is on;
+    /// [`Error::NotUtf8`] for a line that is not UTF-8 when canonicalization is on (but for
+    /// the safe-browsing convention, which reads bytes);
     /// [`Error::InvalidUrl`] as in [`UrlDedup::check_and_insert`](crate::UrlDedup::check_and_insert).
     ///
     /// # Examples
@@ -152,10 +153,17 @@ impl Preparer {
 
     /// The key a line is decided on: [`prepare`](Self::prepare) without the digest.
     pub(crate) fn key<'a>(&self, line: &'a [u8]) -> Result<Cow<'a, [u8]>, Error> {
-        if self.canonicalizer.is_none() {
+        let Some(c) = &self.canonicalizer else {
             return Ok(Cow::Borrowed(line));
+        };
+        match std::str::from_utf8(line) {
+            Ok(text) => self.key_of_str(text),
+            // Safe Browsing's rules read bytes; the others refuse them.
+            Err(_) => c.canonicalize_bytes(line).map_err(|e| match e {
+                url_dedup_canon::CanonError::NotUtf8 => Error::NotUtf8,
+                e => Error::InvalidUrl(e),
+            }),
         }
-        self.key_of_str(std::str::from_utf8(line).map_err(|_| Error::NotUtf8)?)
     }
 
     fn key_of_str<'a>(&self, line: &'a str) -> Result<Cow<'a, [u8]>, Error> {

@@ -343,8 +343,18 @@ fn host(authority: &str) -> Result<String, CanonError> {
     let host = if decoded.iter().any(|&b| b > 0x80) {
         let unicode = std::str::from_utf8(&decoded)
             .map_err(|_| rejected("internationalized host is not UTF-8"))?;
-        raw_punycode(unicode)
-            .ok_or_else(|| rejected("internationalized host has no punycode form"))?
+        let punycode = raw_punycode(unicode)
+            .ok_or_else(|| rejected("internationalized host has no punycode form"))?;
+        // Punycode keeps ASCII as it is, control bytes too (`\x01\u{80}.com` is
+        // `xn--\x01-ba.com`), and so does the Go client; the protocol escapes every octet
+        // `<= 0x20` of a canonical URL, so they are escaped again here.
+        let mut escaped = Vec::with_capacity(punycode.len());
+        escape_into(
+            punycode.as_bytes(),
+            &CONTROL_SPACE_HASH_PERCENT,
+            &mut escaped,
+        );
+        String::from_utf8_lossy(&escaped).into_owned()
     } else {
         host.to_owned()
     };
@@ -355,7 +365,25 @@ fn host(authority: &str) -> Result<String, CanonError> {
         }
     }
     let folded = folded.trim_matches('.');
-    Ok(ipv4(folded).unwrap_or_else(|| folded.to_ascii_lowercase()))
+    Ok(ipv4(folded).unwrap_or_else(|| lowercase_outside_escapes(folded)))
+}
+
+/// `host` lower-cased but for the hex digits of its escapes, which stay upper case as the
+/// protocol writes them (`some%1Bhost.com`). Every `%` of a host starts an escape here: a
+/// literal `%` was escaped as `%25`.
+fn lowercase_outside_escapes(host: &str) -> String {
+    let mut out = String::with_capacity(host.len());
+    let mut hex_left = 0;
+    for c in host.chars() {
+        if hex_left > 0 {
+            hex_left -= 1;
+            out.push(c.to_ascii_uppercase());
+        } else {
+            hex_left = if c == '%' { 2 } else { 0 };
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 /// `host` without a trailing `:digits`.

@@ -401,13 +401,27 @@ fn check_brackets(netloc: &str) -> Result<(), CanonError> {
                 && version.bytes().all(|b| b.is_ascii_hexdigit())
                 && !rest.is_empty()
         }),
-        None => literal.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => ipv6_literal(literal).is_some(),
     };
     if valid {
         Ok(())
     } else {
         Err(rejected("invalid IPv6 URL"))
     }
+}
+
+/// An IPv6 address with an optional zone after `%`, as Python's `ipaddress` reads a bracketed
+/// host: the zone is everything after the first `%`, not empty and without another `%`
+/// (`fe80::1%25eth0`, RFC 6874's spelling, has the zone `25eth0`).
+fn ipv6_literal(literal: &str) -> Option<(std::net::Ipv6Addr, Option<&str>)> {
+    let (address, zone) = match literal.split_once('%') {
+        Some((address, zone)) => (address, Some(zone)),
+        None => (literal, None),
+    };
+    if zone.is_some_and(|zone| zone.is_empty() || zone.contains('%')) {
+        return None;
+    }
+    Some((address.parse().ok()?, zone))
 }
 
 /// The authority rebuilt as w3lib rebuilds it: user info with normalized escapes, the host
@@ -447,10 +461,16 @@ fn safe_netloc(netloc: &str) -> Result<String, CanonError> {
     let host = lowercase_before_zone(host);
     if host.contains(':') {
         out.push(b'[');
-        match host.parse::<std::net::Ipv6Addr>() {
-            // Compressed as RFC 5952 writes it, as Python's `ipaddress` does.
-            Ok(address) => out.extend_from_slice(address.to_string().as_bytes()),
-            Err(_) => out.extend_from_slice(host.as_bytes()),
+        match ipv6_literal(&host) {
+            // Compressed as RFC 5952 writes it, as Python's `ipaddress` does, zone kept.
+            Some((address, zone)) => {
+                out.extend_from_slice(address.to_string().as_bytes());
+                if let Some(zone) = zone {
+                    out.push(b'%');
+                    out.extend_from_slice(zone.as_bytes());
+                }
+            }
+            None => out.extend_from_slice(host.as_bytes()),
         }
         out.push(b']');
     } else {

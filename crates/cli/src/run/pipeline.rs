@@ -3,18 +3,21 @@
 //! receives the results in input order and decides them (the filter's answers depend on the
 //! order, so deciding stays on one thread, where only the filter's probes are left to do).
 //!
-//! Blocks go to the workers in turn and come back from them in the same turn, so the order
-//! needs no sorting and every queue is bounded: memory stays a few blocks per worker however
-//! large the input. A reader that has no whole line left hands out what it has at once, so a
-//! slow producer (`tail -f log | url-dedup`) gets its answers without waiting for more input.
+//! Blocks wait in one queue, numbered in input order, and any free thread takes the oldest:
+//! a worker, or the deciding thread itself when the block it must decide next is not ready.
+//! Results are put back in order by their numbers. Blocks in flight are bounded, so memory
+//! stays a few blocks per thread however large the input. A reader that has no whole line
+//! left hands out what it has at once, so a slow producer (`tail -f log | url-dedup`) gets
+//! its answers without waiting for more input.
 
 use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::{self, Read};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use url_dedup::similarity::{FeatureHashes, HashedUrl};
 use url_dedup::{KeyDigest, Preparer};
@@ -26,19 +29,19 @@ use crate::lines::{Block, BlockReader, Line};
 /// small enough that the blocks in flight stay in the cache.
 const BLOCK_BYTES: usize = 1 << 19;
 
-/// Blocks waiting in each queue between two threads.
-const QUEUED: usize = 2;
-
 /// What to read, and how to turn lines into keys.
 pub(crate) struct Plan {
     /// The inputs, in order (`None` is standard input).
     pub(crate) sources: Vec<Option<PathBuf>>,
     /// Lines longer than this are not URLs.
     pub(crate) max_len: usize,
+    /// Lines are read exactly (`--raw`, see [`Block::exact_lines`]) rather than as URLs.
+    pub(crate) exact: bool,
     /// Canonicalizes text lines into their keys (or keeps each line as its own key) and
     /// hashes the keys, as the deduplicator that decides them would.
     pub(crate) preparer: Preparer,
-    /// Threads that split, canonicalize and hash blocks.
+    /// Threads that split, canonicalize and hash blocks (the deciding thread does too, when
+    /// the block it must decide next is not ready; with none, it does all of them).
     pub(crate) workers: usize,
     /// Whether the workers also hash each key's similarity features (when the deduplicator
     /// has a similarity filter), which the deciding thread does itself otherwise.
@@ -128,20 +131,24 @@ impl Parsed {
     pub(crate) fn new(
         source: usize,
         block: Block,
-        max_len: usize,
+        (max_len, exact): (usize, bool),
         preparer: &Preparer,
         hash_features: bool,
     ) -> Self {
         let mut canonical = Vec::new();
         let mut features = preparer.feature_hashes().filter(|_| hash_features);
         let base = block.bytes.as_ptr() as usize;
-        let entries = block
-            .lines(max_len)
+        let lines = match exact {
+            true => block.exact_lines(max_len),
+            false => block.lines(max_len),
+        };
+        let entries = lines
             .map(|line| {
                 let (text, prepared) = match line {
                     Line::Text(text) => (text.as_bytes(), preparer.prepare_str(text)),
-                    // Text in another encoding is a key only byte for byte: the preparer
-                    // refuses it when it canonicalizes.
+                    // Lines read exactly, and text in another encoding: a key byte for byte
+                    // without canonicalization; canonicalizing, only the safe-browsing
+                    // convention reads them, and the preparer refuses them otherwise.
                     Line::Bytes(bytes) => (bytes, preparer.prepare(bytes)),
                     Line::Empty => return Entry::Empty,
                     Line::TooLong(len) => return Entry::TooLong(len),
@@ -190,11 +197,118 @@ fn key(
     }
 }
 
-/// What the reader hands to a worker.
+/// What the reader hands out.
 enum Work {
     Block(usize, Block),
     Failed(String),
     End,
+}
+
+impl Work {
+    /// Splits, canonicalizes and hashes a block, on whichever thread took it.
+    fn process(self, plan: &Shared) -> Message {
+        match self {
+            Work::Block(source, block) => Message::Parsed(Box::new(Parsed::new(
+                source,
+                block,
+                (plan.max_len, plan.exact),
+                &plan.preparer,
+                plan.hash_features,
+            ))),
+            Work::Failed(error) => Message::Failed(error),
+            Work::End => Message::End,
+        }
+    }
+}
+
+/// What the threads of a pipeline share: one queue of blocks in input order, taken by
+/// whichever thread is free, and the results waiting to be decided.
+///
+/// Any thread takes the oldest block: a worker the scheduler has descheduled (other
+/// processes on the cores) holds up one block, not every block dealt to it, and the deciding
+/// thread, rather than wait for that block, parses the next ones itself. With a fixed turn
+/// and queues of their own, one descheduled worker stopped the others (their queues full)
+/// and the deciding thread (waiting for its turn), and a run on two busy cores took several
+/// times its CPU time.
+struct Shared {
+    queue: Mutex<Queue>,
+    /// A block was queued, or the reader is done: for idle workers.
+    queued: Condvar,
+    /// The next block to decide is ready, or a block was queued that the deciding thread
+    /// may parse itself.
+    ready: Condvar,
+    /// Blocks in flight fell below [`Shared::capacity`]: for the reader.
+    room: Condvar,
+    /// Blocks read but not yet decided, at most.
+    capacity: usize,
+    max_len: usize,
+    exact: bool,
+    preparer: Preparer,
+    hash_features: bool,
+}
+
+/// The state behind [`Shared::queue`].
+#[derive(Default)]
+struct Queue {
+    /// Blocks read and not yet taken, oldest first, with their numbers in input order.
+    waiting: VecDeque<(u64, Work)>,
+    /// Blocks being parsed.
+    parsing: usize,
+    /// Results not yet decided, by number.
+    finished: BTreeMap<u64, Message>,
+    /// The number of the next block read.
+    read: u64,
+    /// The number of the next block to decide.
+    next: u64,
+    /// The reader queued its last work.
+    closed: bool,
+    /// The receiving end is gone: every thread stops.
+    stopped: bool,
+    /// A worker stopped before its block was parsed (a bug): the run cannot go on.
+    broken: bool,
+}
+
+impl Queue {
+    fn in_flight(&self) -> usize {
+        self.waiting.len() + self.parsing + self.finished.len()
+    }
+}
+
+impl Shared {
+    /// The queue, even if a thread panicked while holding it: every change to it is made
+    /// whole under the lock.
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues work for any thread, waiting while the pipeline is full; false once the
+    /// receiving end is gone.
+    fn push(&self, work: Work) -> bool {
+        let mut queue = self.lock();
+        while queue.in_flight() >= self.capacity && !queue.stopped {
+            queue = self
+                .room
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if queue.stopped {
+            return false;
+        }
+        let number = queue.read;
+        queue.read += 1;
+        queue.waiting.push_back((number, work));
+        drop(queue);
+        self.queued.notify_one();
+        // The deciding thread may be waiting with nothing to do but this block.
+        self.ready.notify_one();
+        true
+    }
+
+    /// The reader is done: idle workers stop once the queue is empty.
+    fn close(&self) {
+        self.lock().closed = true;
+        self.queued.notify_all();
+    }
 }
 
 /// Starts the reader and the workers; their results arrive, in input order, through the
@@ -202,50 +316,74 @@ enum Work {
 /// receiver is dropped (the reader at its next block: a reader waiting on a slow producer
 /// goes when the process does).
 pub(crate) fn start(plan: Plan) -> Results {
-    let workers = plan.workers.max(1);
-    let preparer = Arc::new(plan.preparer);
-    let mut to_workers = Vec::with_capacity(workers);
-    let mut from_workers = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        let (work_tx, work_rx) = sync_channel::<Work>(QUEUED);
-        let (done_tx, done_rx) = sync_channel::<Message>(QUEUED);
-        let preparer = Arc::clone(&preparer);
-        let max_len = plan.max_len;
-        let hash_features = plan.hash_features;
-        std::thread::spawn(move || work(&work_rx, &done_tx, max_len, &preparer, hash_features));
-        to_workers.push(work_tx);
-        from_workers.push(done_rx);
+    let shared = Arc::new(Shared {
+        queue: Mutex::new(Queue::default()),
+        queued: Condvar::new(),
+        ready: Condvar::new(),
+        room: Condvar::new(),
+        capacity: IN_FLIGHT_PER_THREAD * (plan.workers + 1),
+        max_len: plan.max_len,
+        exact: plan.exact,
+        preparer: plan.preparer,
+        hash_features: plan.hash_features,
+    });
+    for _ in 0..plan.workers {
+        let shared = Arc::clone(&shared);
+        std::thread::spawn(move || work(&shared));
     }
-    let (sources, max_len) = (plan.sources, plan.max_len);
     let (used, spares) = sync_channel(SPARE_BLOCKS);
-    std::thread::spawn(move || read(&sources, max_len, &to_workers, &spares));
-    Results {
-        from_workers,
-        next: 0,
-        used,
-    }
+    let reader = Arc::clone(&shared);
+    std::thread::spawn(move || read(&plan.sources, &reader, &spares));
+    Results { shared, used }
 }
+
+/// Blocks in flight per parsing thread (the workers and the deciding thread): enough that
+/// a thread finds the next block queued when it is done with one, few enough that the
+/// blocks stay in the cache.
+const IN_FLIGHT_PER_THREAD: usize = 3;
 
 /// Used blocks on their way back to the reader.
 const SPARE_BLOCKS: usize = 8;
 
 /// The pipeline's output end.
 pub(crate) struct Results {
-    from_workers: Vec<Receiver<Message>>,
-    /// The worker whose turn it is.
-    next: usize,
+    shared: Arc<Shared>,
     /// Where used blocks go back to the reader.
     used: SyncSender<Vec<u8>>,
 }
 
 impl Results {
-    /// The next message in input order. A pipeline whose threads went away unexpectedly ends.
+    /// The next message in input order. When the block it waits for is still queued, or
+    /// held by a worker while later ones are queued, this thread parses them itself rather
+    /// than wait.
     pub(crate) fn next(&mut self) -> Message {
-        let Some(worker) = self.from_workers.get(self.next) else {
-            return Message::End;
-        };
-        self.next = (self.next + 1) % self.from_workers.len();
-        worker.recv().unwrap_or(Message::End)
+        let shared = &*self.shared;
+        let mut queue = shared.lock();
+        loop {
+            let next = queue.next;
+            if let Some(message) = queue.finished.remove(&next) {
+                queue.next += 1;
+                drop(queue);
+                shared.room.notify_one();
+                return message;
+            }
+            if let Some((number, work)) = queue.waiting.pop_front() {
+                queue.parsing += 1;
+                drop(queue);
+                let message = work.process(shared);
+                queue = shared.lock();
+                queue.parsing -= 1;
+                queue.finished.insert(number, message);
+                continue;
+            }
+            if queue.broken {
+                return Message::Failed("a worker thread stopped unexpectedly".to_owned());
+            }
+            queue = shared
+                .ready
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
     }
 
     /// Hands a block that was decided back to the reader, which reads into its buffer again
@@ -255,49 +393,68 @@ impl Results {
     }
 }
 
-/// A worker: parses the blocks it is handed and passes everything on, in order.
-fn work(
-    from_reader: &Receiver<Work>,
-    to_decider: &SyncSender<Message>,
-    max_len: usize,
-    preparer: &Preparer,
-    hash_features: bool,
-) {
-    while let Ok(work) = from_reader.recv() {
-        let message = match work {
-            Work::Block(source, block) => {
-                let parsed = Parsed::new(source, block, max_len, preparer, hash_features);
-                Message::Parsed(Box::new(parsed))
-            }
-            Work::Failed(error) => Message::Failed(error),
-            Work::End => Message::End,
-        };
-        if to_decider.send(message).is_err() {
-            return;
-        }
+impl Drop for Results {
+    fn drop(&mut self) {
+        self.shared.lock().stopped = true;
+        self.shared.queued.notify_all();
+        self.shared.room.notify_all();
     }
 }
 
-/// The reader: every input in order, in blocks, dealt to the workers in turn.
-fn read(
-    sources: &[Option<PathBuf>],
-    max_len: usize,
-    workers: &[SyncSender<Work>],
-    spares: &Receiver<Vec<u8>>,
-) {
-    let mut turn = 0;
-    let mut deal = |work: Work| {
-        let sent = workers[turn % workers.len()].send(work).is_ok();
-        turn += 1;
-        sent
+/// A worker: parses the oldest queued block, until the reader is done and the queue empty.
+fn work(shared: &Shared) {
+    /// Tells the deciding thread if this worker dies holding a block, which would otherwise
+    /// wait for it forever.
+    struct Holding<'a>(&'a Shared);
+    impl Drop for Holding<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.lock().broken = true;
+                self.0.ready.notify_all();
+            }
+        }
+    }
+    let mut queue = shared.lock();
+    loop {
+        if queue.stopped {
+            return;
+        }
+        if let Some((number, work)) = queue.waiting.pop_front() {
+            queue.parsing += 1;
+            drop(queue);
+            let message = {
+                let _holding = Holding(shared);
+                work.process(shared)
+            };
+            queue = shared.lock();
+            queue.parsing -= 1;
+            queue.finished.insert(number, message);
+            if number == queue.next {
+                shared.ready.notify_one();
+            }
+            continue;
+        }
+        if queue.closed {
+            return;
+        }
+        queue = shared
+            .queued
+            .wait(queue)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+/// The reader: every input in order, in blocks, queued for whichever thread is free.
+fn read(sources: &[Option<PathBuf>], shared: &Shared, spares: &Receiver<Vec<u8>>) {
+    let max_len = shared.max_len;
+    let finish = |work: Work| {
+        shared.push(work);
+        shared.close();
     };
     for (index, source) in sources.iter().enumerate() {
         let (input, streaming) = match open(source.as_deref()) {
             Ok(opened) => opened,
-            Err(error) => {
-                deal(Work::Failed(error));
-                return;
-            }
+            Err(error) => return finish(Work::Failed(error)),
         };
         let mut blocks = BlockReader::new(input, streaming, BLOCK_BYTES, max_len);
         loop {
@@ -306,7 +463,7 @@ fn read(
             }
             match blocks.next_block() {
                 Ok(Some(block)) => {
-                    if !deal(Work::Block(index, block)) {
+                    if !shared.push(Work::Block(index, block)) {
                         return;
                     }
                 }
@@ -315,13 +472,12 @@ fn read(
                     let name = source
                         .as_deref()
                         .map_or("<stdin>".into(), |p| p.display().to_string());
-                    deal(Work::Failed(format!("cannot read {name}: {e}")));
-                    return;
+                    return finish(Work::Failed(format!("cannot read {name}: {e}")));
                 }
             }
         }
     }
-    deal(Work::End);
+    finish(Work::End);
 }
 
 /// Opens one input (`None` is standard input). The flag tells whether it may be a slow
@@ -360,7 +516,13 @@ mod tests {
         } else {
             b.no_canonicalization()
         };
-        Parsed::new(0, block, 100, &dedup.build().unwrap().preparer(), true)
+        Parsed::new(
+            0,
+            block,
+            (100, false),
+            &dedup.build().unwrap().preparer(),
+            true,
+        )
     }
 
     #[test]
@@ -403,18 +565,22 @@ mod tests {
         );
     }
 
+    /// Several blocks, parsed by whichever thread is free, come back in input order; with no
+    /// worker at all the deciding thread parses every block itself.
     #[test]
     fn results_come_in_input_order_from_every_worker() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in.txt");
-        let text: String = (0..20_000)
+        let text: String = (0..100_000)
             .map(|i| format!("https://example.com/{i}\n"))
             .collect();
+        assert!(text.len() > 4 * BLOCK_BYTES);
         std::fs::write(&path, &text).unwrap();
-        for workers in [1, 2, 3] {
+        for workers in [0, 1, 2, 3] {
             let mut results = start(Plan {
                 sources: vec![Some(path.clone()), Some(dir.path().join("missing"))],
                 max_len: 100,
+                exact: false,
                 preparer: UrlDedup::builder()
                     .no_canonicalization()
                     .build()
@@ -437,7 +603,7 @@ mod tests {
                     Message::End => panic!("the missing input was not reported"),
                 }
             };
-            assert_eq!(lines.len(), 20_000);
+            assert_eq!(lines.len(), 100_000);
             assert!(lines.iter().zip(text.lines()).all(|(a, b)| a == b));
             assert!(failed.contains("missing"), "{failed}");
         }
