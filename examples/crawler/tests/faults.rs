@@ -245,14 +245,23 @@ fn a_killed_process_has_recorded_every_page_it_committed() {
         let path = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().path())
-            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("fetched-"))
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("fetched-")
+            })
             .unwrap();
         std::fs::read_to_string(path).unwrap().lines().count()
     };
     // Committing the last pages fetched before the standstill may take a moment.
     let fetched: u32 = forest.hits().iter().sum::<u32>() - forest.in_flight() as u32;
     while committed() < fetched as usize {
-        assert!(begin.elapsed() < Duration::from_secs(300), "{} of {fetched}", committed());
+        assert!(
+            begin.elapsed() < Duration::from_secs(300),
+            "{} of {fetched}",
+            committed()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     child.kill().unwrap();
