@@ -199,9 +199,15 @@ fn ipv4(host: &[u8]) -> bool {
 #[inline(always)]
 fn path<'a>(rest: &'a [u8], policy: &Policy) -> Option<&'a [u8]> {
     let (semicolon, upper) = (!policy.remove_session_params, !policy.lowercase_path);
+    // A segment starting with `(` may be an ASP.NET cookieless session, which that policy
+    // removes: left to the full path.
+    let cookieless = |at: usize| !semicolon && rest.get(at) == Some(&b'(');
     // `rest[0]` is `/`; segments start after each `/`.
     let mut segment_start = 1;
     let mut i = 1;
+    if cookieless(1) {
+        return None;
+    }
     loop {
         i = skip(PATH, rest, i);
         let Some(&c) = rest.get(i) else {
@@ -209,7 +215,7 @@ fn path<'a>(rest: &'a [u8], policy: &Policy) -> Option<&'a [u8]> {
         };
         match c {
             b'/' => {
-                if is_dot_segment(&rest[segment_start..i]) {
+                if is_dot_segment(&rest[segment_start..i]) || cookieless(i + 1) {
                     return None;
                 }
                 segment_start = i + 1;

@@ -12,6 +12,10 @@ pub(crate) fn apply_policy(out: &mut String, start: usize, policy: &Policy) {
         remove_session_params(&mut path, policy);
         out.push_str(&path);
     }
+    if policy.remove_session_params && out[start..].contains("/(") {
+        let path = out.split_off(start);
+        out.push_str(&remove_cookieless_segments(&path));
+    }
     let path = out;
     match policy.trailing_slash {
         TrailingSlash::Keep => {}
@@ -67,6 +71,45 @@ fn remove_session_params(path: &mut String, policy: &Policy) {
     *path = out;
 }
 
+/// Drops ASP.NET's cookieless session segments (`/(S(lit3py55t21z5v55vlm25s55))/page.aspx`,
+/// also with the anonymous-id and forms tickets: `(S(...)A(...)F(...))`): the server puts the
+/// session in the path when a browser takes no cookies, so every visitor sees other URLs for
+/// the same pages.
+fn remove_cookieless_segments(path: &str) -> String {
+    let kept: Vec<&str> = path.split('/').filter(|s| !is_cookieless(s)).collect();
+    match kept.join("/") {
+        p if p.is_empty() => "/".to_owned(),
+        p => p,
+    }
+}
+
+/// Whether `segment` is `(` then one or more `X(value)` tickets (`X` an ASCII upper-case
+/// letter, `value` without parentheses), then `)`.
+fn is_cookieless(segment: &str) -> bool {
+    let Some(mut rest) = segment.strip_prefix('(').and_then(|s| s.strip_suffix(')')) else {
+        return false;
+    };
+    let mut tickets = 0;
+    while !rest.is_empty() {
+        let mut chars = rest.chars();
+        let (Some(letter), Some('(')) = (chars.next(), chars.next()) else {
+            return false;
+        };
+        if !letter.is_ascii_uppercase() {
+            return false;
+        }
+        let Some(end) = rest[2..].find(')') else {
+            return false;
+        };
+        if rest[2..2 + end].contains('(') {
+            return false;
+        }
+        rest = &rest[2 + end + 1..];
+        tickets += 1;
+    }
+    tickets > 0
+}
+
 /// RFC 3986 section 5.2.4 on an absolute path, segment by segment.
 fn remove_dot_segments(path: &str) -> String {
     let mut stack: Vec<&str> = Vec::new();
@@ -108,6 +151,30 @@ mod tests {
         assert_eq!(remove_dot_segments("/a/b/.."), "/a/");
         assert_eq!(remove_dot_segments("/../x"), "/x");
         assert_eq!(remove_dot_segments("/a//b"), "/a//b");
+    }
+
+    #[test]
+    fn asp_net_cookieless_segments_are_removed() {
+        let policy = Policy::default();
+        for (input, want) in [
+            (
+                "http://a/(S(lit3py55t21z5v55vlm25s55))/default.aspx",
+                "http://a/default.aspx",
+            ),
+            (
+                "http://a/app/(S(x1)A(y2)F(z3))/page.aspx",
+                "http://a/app/page.aspx",
+            ),
+            ("http://a/(S(abc))/", "http://a/"),
+            // Not a cookieless segment: kept.
+            ("http://a/(notes)/x", "http://a/(notes)/x"),
+            ("http://a/(s(abc))/x", "http://a/(s(abc))/x"),
+            ("http://a/(S(a(b)))/x", "http://a/(S(a(b)))/x"),
+        ] {
+            let mut p = input.to_owned();
+            apply_policy(&mut p, 8, &policy);
+            assert_eq!(p, want, "{input}");
+        }
     }
 
     #[test]

@@ -109,6 +109,30 @@ fn session_tokens_in_path_parameters_follow_the_same_rule() {
     );
 }
 
+/// ASP.NET puts the session in the path for browsers without cookies
+/// (`/(S(lit3py55t21z5v55vlm25s55))/default.aspx`), like `;jsessionid=` for Java: the same
+/// page under a new URL for every visitor. Such segments were kept.
+#[test]
+fn asp_net_cookieless_sessions_are_removed_from_paths() {
+    assert_eq!(
+        canon("http://shop.example/(S(lit3py55t21z5v55vlm25s55))/default.aspx?id=9"),
+        "http://shop.example/default.aspx?id=9",
+    );
+    assert_eq!(
+        canon("http://shop.example/app/(S(x1b2)A(y3c4)F(z5))/page.aspx"),
+        "http://shop.example/app/page.aspx",
+    );
+    // Parentheses that are no session ticket stay.
+    assert_eq!(
+        canon("http://wiki.example/wiki/Mercury_(planet)"),
+        "http://wiki.example/wiki/Mercury_(planet)",
+    );
+    assert_eq!(
+        canon("http://wiki.example/(notes)/x"),
+        "http://wiki.example/(notes)/x",
+    );
+}
+
 #[test]
 fn the_token_shape() {
     for token in [
