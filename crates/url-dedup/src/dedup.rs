@@ -234,7 +234,7 @@ impl Builder {
     /// Keys the filters' hashes explicitly (default: a random key), for reproducible runs or
     /// state shared between processes. The key is what keeps crafted URLs from aiming at the
     /// filter's bits: treat it as a secret (state snapshots hold it; write them where only
-    /// their owner reads). With [`redis`](Self::redis), a key given here is kept out of Redis:
+    /// their owner reads). With `redis` (feature `redis`), a key given here is kept out of Redis:
     /// every process that shares the filter must give the same one.
     ///
     /// # Examples
@@ -1190,7 +1190,7 @@ impl UrlDedup {
         Vec::new()
     }
 
-    /// With [`Builder::redis`]: `Some(true)` when building this deduplicator created the
+    /// With `Builder::redis` (feature `redis`): `Some(true)` when building this deduplicator created the
     /// shared filter in Redis, `Some(false)` when it found one there (another process's, or an
     /// earlier run's); `None` for filters in memory. A job that ran before and finds `true`
     /// is looking at a Redis that lost its data between runs (a restart without persistence,
