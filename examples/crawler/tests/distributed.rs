@@ -169,7 +169,7 @@ fn racing_processes_admit_each_url_exactly_once() {
         .enumerate()
         .map(|(r, d)| {
             let own = entry(r);
-            let mut args = vec!["--workers", "2", "--lease-ms", "600"];
+            let mut args = vec!["--workers", "2"];
             args.extend(seeds[1..].iter().map(String::as_str));
             args.push(&own);
             spawn(d.path(), &redis.url(), "race", &seeds[0], &args)
@@ -317,7 +317,7 @@ fn a_signalled_process_drains_and_the_crawl_resumes_without_a_repeat() {
     let site = tree_site(PAGES, Duration::from_millis(20));
     let seed = site.url("/p/0");
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let args = ["--workers", "3", "--lease-ms", "600"];
+    let args = ["--workers", "3"];
     let mut first = spawn(a.path(), &redis.url(), "signal", &seed, &args);
     let mut stderr = common::Lines::new(first.stderr.take().unwrap());
     wait_until(Duration::from_secs(30), || {
@@ -353,15 +353,7 @@ fn the_stop_flag_ends_every_process() {
     let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
     let children: Vec<_> = dirs
         .iter()
-        .map(|d| {
-            spawn(
-                d.path(),
-                &redis.url(),
-                "stop",
-                &seed,
-                &["--lease-ms", "600"],
-            )
-        })
+        .map(|d| spawn(d.path(), &redis.url(), "stop", &seed, &[]))
         .collect();
     wait_until(Duration::from_secs(30), || {
         site.hits().values().sum::<u32>() >= 8
@@ -476,7 +468,7 @@ fn a_second_period_fetches_only_changed_pages() {
     let children: Vec<_> = dirs
         .iter()
         .map(|d| {
-            let args = ["--every", "2s", "--lease-ms", "600"];
+            let args = ["--every", "2s"];
             spawn(d.path(), &redis.url(), "every", &seed, &args)
         })
         .collect();
@@ -560,13 +552,7 @@ fn a_redis_that_lost_the_crawl_stops_it_or_it_goes_on_from_the_seeds_when_asked(
     let site = tree_site(PAGES, Duration::from_millis(20));
     let seed = site.url("/p/0");
     let out = tempfile::tempdir().unwrap();
-    let child = spawn(
-        out.path(),
-        &redis.url(),
-        "reset",
-        &seed,
-        &["--lease-ms", "600"],
-    );
+    let child = spawn(out.path(), &redis.url(), "reset", &seed, &[]);
     wait_until(Duration::from_secs(30), || {
         page_hits(&site, PAGES).iter().sum::<u32>() >= 10
     });
@@ -585,7 +571,7 @@ fn a_redis_that_lost_the_crawl_stops_it_or_it_goes_on_from_the_seeds_when_asked(
 
     let site = tree_site(PAGES, Duration::from_millis(20));
     let seed = site.url("/p/0");
-    let args = ["--lease-ms", "600", "--after-redis-reset", "continue"];
+    let args = ["--after-redis-reset", "continue"];
     let child = spawn(out.path(), &redis.url(), "goes-on", &seed, &args);
     wait_until(Duration::from_secs(30), || {
         page_hits(&site, PAGES).iter().sum::<u32>() >= 10
@@ -677,7 +663,7 @@ fn a_crawl_delay_holds_for_every_process() {
             return Reply::new(
                 200,
                 "text/plain",
-                b"User-agent: *\nCrawl-delay: 0.25\n".to_vec(),
+                b"User-agent: *\nCrawl-delay: 1\n".to_vec(),
             );
         }
         s.lock().unwrap().push(Instant::now());
@@ -699,7 +685,7 @@ fn a_crawl_delay_holds_for_every_process() {
                 .arg("--out")
                 .arg(d.path())
                 .args(["--redis", &redis.url(), "--crawl-name", "delay"])
-                .args(["--per-host", "4", "--lease-ms", "600"])
+                .args(["--per-host", "4"])
                 .arg(site.url("/"))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -715,8 +701,10 @@ fn a_crawl_delay_holds_for_every_process() {
     let mut starts = starts.lock().unwrap().clone();
     starts.sort();
     let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    // The delay is kept on Redis's clock, between claims; a request may leave its process a
+    // little later than its claim, so half the delay is left for that.
     assert!(
-        gaps.iter().all(|g| *g >= Duration::from_millis(200)),
+        gaps.iter().all(|g| *g >= Duration::from_millis(500)),
         "requests closer than the crawl delay: {gaps:?}"
     );
 }
@@ -735,7 +723,7 @@ fn a_queue_in_several_stripes_fetches_every_page_once() {
     let children: Vec<_> = dirs
         .iter()
         .map(|d| {
-            let mut args = vec!["--queue-stripes", "4", "--lease-ms", "600"];
+            let mut args = vec!["--queue-stripes", "4"];
             args.extend(seeds[1..].iter().map(String::as_str));
             spawn(d.path(), &redis.url(), "stripes", &seeds[0], &args)
         })

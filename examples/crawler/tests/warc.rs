@@ -223,7 +223,7 @@ fn a_shared_crawl_writes_verifiable_records_and_revisits_for_unchanged_pages() {
             "revisits",
             "--ignore-robots",
         ])
-        .args(["--every", "1s", "--lease-ms", "600"])
+        .args(["--every", "1s"])
         .arg(site.url("/"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
