@@ -911,6 +911,7 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// assert!(!f.contains("b"));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
+    #[inline(always)]
     pub fn contains(&self, item: impl AsRef<[u8]>) -> bool {
         self.contains_digest(self.hash(item))
     }
@@ -924,6 +925,7 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// assert!(!f.contains_digest(f.hash("a")));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
+    #[inline(always)]
     pub fn contains_digest(&self, digest: Digest) -> bool {
         self.live_layers()
             .rev()
