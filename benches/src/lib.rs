@@ -49,6 +49,79 @@ pub fn urls(count: usize, seed: u64) -> Vec<String> {
         .collect()
 }
 
+/// A crawl-like list: each line a new URL of [`urls`] or, with a given probability, an exact
+/// repeat of an earlier line, so every tool under comparison finds the same duplicates.
+/// Deterministic for a given seed: what `gen-urls` prints.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_benches::CrawlList;
+///
+/// let list = CrawlList::new(1_000, 0.5, 7);
+/// let lines: Vec<&str> = list.lines().collect();
+/// assert_eq!(lines.len(), 1_000);
+/// let distinct: std::collections::HashSet<_> = lines.iter().collect();
+/// assert_eq!(distinct.len(), list.distinct());
+/// assert!((400..=600).contains(&list.distinct()));
+/// assert!(CrawlList::new(1_000, 0.5, 7).lines().eq(list.lines()));
+/// ```
+#[derive(Debug)]
+pub struct CrawlList {
+    fresh: Vec<String>,
+    /// Index into `fresh` of every line.
+    order: Vec<usize>,
+}
+
+impl CrawlList {
+    /// `count` lines, each a repeat with probability `duplicates`, from [`urls`]`(…, seed)`.
+    ///
+    /// # Examples
+    ///
+    /// See [`CrawlList`].
+    pub fn new(count: usize, duplicates: f64, seed: u64) -> Self {
+        let distinct = ((count as f64) * (1.0 - duplicates)).ceil() as usize;
+        let fresh = urls(distinct, seed);
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut emitted, threshold) = (0usize, (duplicates * u64::MAX as f64) as u64);
+        let mut order = Vec::with_capacity(count);
+        for _ in 0..count {
+            let repeat = emitted > 0 && (next() < threshold || emitted == distinct);
+            order.push(if repeat {
+                (next() % emitted as u64) as usize
+            } else {
+                emitted += 1;
+                emitted - 1
+            });
+        }
+        Self { fresh, order }
+    }
+
+    /// Every line, in order.
+    ///
+    /// # Examples
+    ///
+    /// See [`CrawlList`].
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(|&i| self.fresh[i].as_str())
+    }
+
+    /// How many distinct lines the list has.
+    ///
+    /// # Examples
+    ///
+    /// See [`CrawlList`].
+    pub fn distinct(&self) -> usize {
+        self.order.iter().max().map_or(0, |&m| m + 1)
+    }
+}
+
 /// Keys in one contiguous buffer, as a crawler holds URLs it read from a page or a file: what
 /// the head-to-head bench times filters on. (A `Vec<String>` puts every key in its own heap
 /// block, and reading a key then costs a pointer chase that says more about the allocator
