@@ -89,8 +89,9 @@ fn main() {
         }
     }
     println!(
-        "\n{count} lines, {} distinct, {rounds} interleaved rounds; CPU ns per line, medians\n",
-        list.distinct()
+        "\n{count} lines, {} distinct, {rounds} interleaved rounds; CPU ns per line, medians; {}\n",
+        list.distinct(),
+        url_dedup_benches::machine_state()
     );
     println!("| contender | ns/line | new | bytes/distinct URL | facade's speed-up |");
     println!("|---|---|---|---|---|");

@@ -190,7 +190,8 @@ fn main() {
         for &p in &rates {
             println!(
                 "\n## n = {label}, p = {p}: {rounds} interleaved rounds; insert fills a fresh filter \
-                 with all {n} keys, queries take {window} keys"
+                 with all {n} keys, queries take {window} keys\n\nbefore: {}",
+                url_dedup_benches::machine_state()
             );
             let (scattered, split) = (Placement::Scattered, Placement::Split);
             let size = (n, p, ops);

@@ -455,7 +455,8 @@ fn main() {
             deployment.masters().len(),
         );
     }
-    println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}\n");
+    println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}");
+    println!("before: {}\n", url_dedup_benches::machine_state());
     println!(
         "{:<22} {:>10} {:>7} {:>6} {:>12} {:>10} {:>10} {:>14}",
         "method", "deployment", "clients", "batch", "URLs/s", "B/URL", "admitted", "redis us/URL"
@@ -518,6 +519,7 @@ fn main() {
             }
         }
     }
+    println!("after: {}", url_dedup_benches::machine_state());
     let Some(first) = deployments.first() else {
         return;
     };
