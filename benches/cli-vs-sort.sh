@@ -8,6 +8,7 @@
 #   TOOLS="--feature-hashing=decider,--feature-hashing=workers" ...   # where --similar=crawler hashes
 #   TOOLS="url-dedup --similar,--similar --feature-hashing=workers" ...  # where --similar hashes
 #   TOOLS="url-dedup,url-dedup --similar,url-dedup --similar=crawler,LC_ALL=C sort -u" ...  # presets
+#   INPUT=crates/similarity/data/real-urls.txt bash benches/cli-vs-sort.sh   # a given list
 #
 # The list has exact duplicates only and its URLs are already canonical, so every tool can
 # find them and every tool should print the same number of lines; url-dedup's
@@ -29,12 +30,19 @@ rounds="${ROUNDS:-1}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-cargo build --profile dist -q -p url-dedup-cli -p url-dedup-benches --bin url-dedup --bin gen-urls
+cargo build --profile dist -q -p url-dedup-cli -p url-dedup-benches --bin url-dedup --bin gen-urls \
+  --bin mem-latency
 
-target/dist/gen-urls "$count" 0.5 > "$work/urls.txt"
+if [[ -n "${INPUT:-}" ]]; then
+  cp "$INPUT" "$work/urls.txt"
+  count=$(wc -l < "$work/urls.txt")
+else
+  target/dist/gen-urls "$count" 0.5 > "$work/urls.txt"
+fi
 distinct=$(awk '!seen[$0]++' "$work/urls.txt" | wc -l)
-printf 'input: %s lines, %s distinct, %s MB; %s round(s); load before: %s\n\n' "$count" "$distinct" \
-  "$(( $(stat -c %s "$work/urls.txt") / 1000000 ))" "$rounds" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'input: %s%s lines, %s distinct, %s MB; %s round(s); %s cores\n' "${INPUT:+$INPUT: }" "$count" \
+  "$distinct" "$(( $(stat -c %s "$work/urls.txt") / 1000000 ))" "$rounds" "$(nproc)"
+printf '%s; load before: %s\n\n' "$(target/dist/mem-latency)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 names=("url-dedup" "url-dedup --raw" "url-dedup --exact" "url-dedup --similar" "sort -u" \
   "LC_ALL=C sort -u" "awk '!seen[\$0]++'" "--feature-hashing=decider" "--feature-hashing=workers" \
@@ -88,17 +96,19 @@ for i in "${selected[@]}"; do
     "$(( distinct - out ))" "${expected:--}"
 done
 
-# Within each round, sort's time over url-dedup's: how many times faster, median over rounds.
-sort_runs="$work/runs.5"
-if [[ -s "$sort_runs" ]]; then
-  printf '\nspeed-up over LC_ALL=C sort -u (median of the per-round ratios):'
+# Within each round, the peer's time over url-dedup's: how many times faster, median over
+# rounds (peers: LC_ALL=C sort -u, awk).
+for peer in 5 6; do
+  peer_runs="$work/runs.$peer"
+  [[ -s "$peer_runs" ]] || continue
+  printf '\nspeed-up over %s (median of the per-round ratios):' "${names[$peer]}"
   for i in 0 1 2 3 7 8 9 10; do
     runs="$work/runs.$i"
     [[ -s "$runs" ]] || continue
-    ratio=$(join <(cut -d' ' -f1,2 "$sort_runs" | sort) <(cut -d' ' -f1,2 "$runs" | sort) \
+    ratio=$(join <(cut -d' ' -f1,2 "$peer_runs" | sort) <(cut -d' ' -f1,2 "$runs" | sort) \
       | awk '{print $2 / $3}' | median)
     printf ' %s %.2fx;' "${names[$i]}" "$ratio"
   done
   printf '\n'
-fi
+done
 printf 'load after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

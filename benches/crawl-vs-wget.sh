@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Crawls one generated static site (served by nginx on loopback) with our crawler, wget and
-# httrack, in the same run, and prints a markdown table: pages fetched, duplicate fetches,
-# requests for URLs that do not exist, wall time, pages/s and peak RSS.
+# Crawls one static site (served by nginx on loopback) with our crawler, wget and httrack, in
+# the same run, and prints a markdown table: pages fetched, duplicate fetches, requests for
+# URLs that do not exist, wall time, pages/s and peak RSS.
 #
-#   bash benches/crawl-vs-wget.sh [PAGES]      # default 20000
+#   bash benches/crawl-vs-wget.sh [PAGES]      # a generated site, default 20000 pages
 #   CRAWLER=target/dist/crawler bash benches/crawl-vs-wget.sh   # no rebuild
+#   SITE=~/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html \
+#     START=std/index.html bash benches/crawl-vs-wget.sh      # a real site from disk
+#
+# SITE serves an existing directory instead of generating one; START is the seed's path in
+# it. A seed below the root keeps every tool under its directory (the crawler's --scope
+# prefix, wget's --no-parent, httrack's default). Every tool runs with its defaults otherwise
+# (the crawler fetches page requisites, writes its WARC and mirror; wget and httrack write
+# their mirror). "HTML" counts the 200 answers for .html paths and directories, "all" every
+# 200 answer (stylesheets, images, scripts).
 #
 # httrack is given HTTRACK_SECONDS (default 60) per run and killed after that: on this machine
 # it fetches about one page per second per connection even with its throttles lifted, so a full
@@ -37,6 +46,14 @@ if [ -z "${CRAWLER:-}" ]; then
   CRAWLER=$PWD/target/dist/crawler
 fi
 
+START=${START:-index.html}
+if [ -n "${SITE:-}" ]; then
+  SITE=$(realpath "$SITE")
+  scope_dir=$(dirname "$SITE/$START")
+  DISTINCT="$(find "$scope_dir" -name '*.html' | wc -l) .html files"
+else
+SITE="$WORK/site"
+scope_dir="$SITE"
 echo "generating a $PAGES-page site" >&2
 python3 - "$WORK/site" "$PAGES" <<'PY'
 import os, random, sys
@@ -71,6 +88,7 @@ for i in range(n):
                 f'<footer><a href="/index.html">home</a></footer></body></html>')
 PY
 DISTINCT=$((PAGES + (PAGES + 99) / 100 + 1))
+fi
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 chmod 755 "$WORK"
@@ -87,14 +105,17 @@ http {
   log_format plain '\$status \$request_uri';
   server {
     listen 127.0.0.1:$PORT;
-    root $WORK/site;
+    root $SITE;
     access_log $WORK/access.log plain;
     keepalive_requests 100000;
   }
 }
 CONF
 nginx -c "$WORK/nginx.conf"
-SEED="http://127.0.0.1:$PORT/index.html"
+SEED="http://127.0.0.1:$PORT/$START"
+# A seed below the root keeps the crawler under its directory, as --no-parent does wget.
+SCOPE=()
+[[ "$START" == */* ]] && SCOPE=(--scope prefix --prefix "http://127.0.0.1:$PORT/$(dirname "$START")/")
 
 # run NAME CONCURRENCY CAP-SECONDS COMMAND...   (CAP 0: run to the end)
 run() {
@@ -117,7 +138,7 @@ run() {
   local wall rss ok dups missing rate
   wall=$(python3 -c "print(f'{$end - $start:.2f}')")
   rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$WORK/time.txt")
-  read -r ok dups missing < <(python3 - "$WORK/access.log" <<'PY'
+  read -r html ok dups missing < <(python3 - "$WORK/access.log" <<'PY'
 import collections, sys
 hits, ok, missing = collections.Counter(), set(), 0
 for line in open(sys.argv[1]):
@@ -127,21 +148,25 @@ for line in open(sys.argv[1]):
     hits[uri] += 1
     ok.add(uri) if status == "200" else None
     missing += status == "404"
-print(len(ok), sum(hits.values()) - len(hits), missing)
+html = sum(1 for u in ok if u.split("?")[0].endswith((".html", "/")))
+print(html, len(ok), sum(hits.values()) - len(hits), missing)
 PY
 )
-  rate=$(python3 -c "print(f'{$ok / $wall:.0f}')")
-  printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s |\n' "$name" "$conc" "$ok" "$DISTINCT" "$dups" "$missing" "$wall" "$rate" "$rss"
+  rate=$(python3 -c "print(f'{$html / $wall:.0f}')")
+  printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$conc" "$html" "$DISTINCT" "$ok" "$dups" "$missing" "$wall" "$rate" "$rss"
 }
 
 echo
-echo "site: $PAGES pages + $((DISTINCT - PAGES)) index pages, $(du -sh "$WORK/site" | cut -f1), nginx on loopback; $(nproc) cores"
+echo "site: $SEED from $SITE ($DISTINCT under the seed's directory, $(du -sh "$scope_dir" 2>/dev/null | cut -f1)), nginx on loopback; $(nproc) cores"
+cargo build --profile dist -q -p url-dedup-benches --bin mem-latency
+echo "$(target/dist/mem-latency); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo '| crawler | connections | pages fetched (200) / reachable | duplicate fetches | 404 requests | wall s | pages/s | peak RSS MiB |'
-echo '|---|---|---|---|---|---|---|---|'
-run "url-dedup-crawler" 1 0 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 1 --max-depth 10000
+echo '| crawler | connections | HTML pages (200) / on disk | all 200 answers | duplicate fetches | 404 requests | wall s | HTML pages/s | peak RSS MiB |'
+echo '|---|---|---|---|---|---|---|---|---|'
+run "url-dedup-crawler" 1 0 "$CRAWLER" "$SEED" "${SCOPE[@]}" --quiet --out "$WORK/out" --per-host 1 --max-depth 10000
 run "wget --recursive" 1 0 wget --recursive --level=inf --no-parent --no-verbose --directory-prefix="$WORK/out" "$SEED"
 HTTRACK=(httrack "$SEED" -O "$WORK/out" -q -%v0 -%N0 -%c1000 -A1000000000 --disable-security-limits -r99999)
 run "httrack (${HTTRACK_SECONDS} s cap)" 1 "$HTTRACK_SECONDS" "${HTTRACK[@]}" -c1
-run "url-dedup-crawler" 8 0 "$CRAWLER" "$SEED" --quiet --out "$WORK/out" --per-host 8 --max-depth 10000
+run "url-dedup-crawler" 8 0 "$CRAWLER" "$SEED" "${SCOPE[@]}" --quiet --out "$WORK/out" --per-host 8 --max-depth 10000
 run "httrack (${HTTRACK_SECONDS} s cap)" 8 "$HTTRACK_SECONDS" "${HTTRACK[@]}" -c8
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

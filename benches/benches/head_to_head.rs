@@ -13,6 +13,9 @@
 //! URL_DEDUP_BENCH_SIZES=10K,100K,1M URL_DEDUP_BENCH_RATES=0.01 cargo bench -p url-dedup-benches --bench head_to_head
 //! ```
 //!
+//! `url-dedup GrowingFilter` is the growing filter as users get it by default (sized for n, so
+//! one layer); the other `url-dedup-segmented` rows are the fixed-size filter.
+//!
 //! `URL_DEDUP_BENCH_ONLY=sbbf,split` keeps the contenders whose names contain one of the
 //! words. Defaults: n = 10M, p = 1%, 9 rounds. Times are CPU time of the measuring thread, in
 //! ns per operation:
@@ -42,8 +45,8 @@ use std::time::Duration;
 
 use cpu_time::ThreadTime;
 use url_dedup_benches::peers::{
-    Bloomfilter, Classic, Fastbloom, Filter, Sbbf, Segmented, SegmentedSplit, SegmentedSplitXxh3,
-    SegmentedXxh3, segmented_with,
+    Bloomfilter, Classic, Fastbloom, Filter, Growing, Sbbf, Segmented, SegmentedSplit,
+    SegmentedSplitXxh3, SegmentedXxh3, segmented_with,
 };
 use url_dedup_benches::{KeyBuffer, env_usize, median, rates, sizes_or};
 use url_dedup_bloom::hash::{ItemHasher, SipHash13, Xxh3};
@@ -187,12 +190,14 @@ fn main() {
         for &p in &rates {
             println!(
                 "\n## n = {label}, p = {p}: {rounds} interleaved rounds; insert fills a fresh filter \
-                 with all {n} keys, queries take {window} keys"
+                 with all {n} keys, queries take {window} keys\n\nbefore: {}",
+                url_dedup_benches::machine_state()
             );
             let (scattered, split) = (Placement::Scattered, Placement::Split);
             let size = (n, p, ops);
             let mut all: Vec<Contender> = vec![
                 single::<Classic>(size, &present, &absent_all),
+                single::<Growing>(size, &present, &absent_all),
                 single::<Segmented>(size, &present, &absent_all),
                 batch::<SipHash13>(
                     "url-dedup-segmented",
@@ -267,6 +272,7 @@ fn main() {
             );
             let ours = [
                 "url-dedup-bloom",
+                Growing::NAME,
                 "url-dedup-segmented",
                 "url-dedup-segmented batch",
                 "url-dedup-segmented xxh3",

@@ -2,6 +2,7 @@
 //! to the common alternatives, in the same run on the same server:
 //!
 //! * `sadd-8B`: `SADD` of an 8-byte keyed hash per URL (scrapy-redis style; exact, ~56 B/URL);
+//! * `sadd-url`: `SADD` of the URL itself (what a crawler that shares its seen set writes);
 //! * `bitfield/url`: one `BITFIELD key SET u1 o1 1 ... SET u1 ok 1` per URL on one key;
 //! * `setbit×k`: k separate `SETBIT`s per URL (Redisson style; not atomic across clients).
 //!
@@ -17,6 +18,13 @@
 //! figures printed are medians over the runs. `URL_DEDUP_BENCH_DEPLOYMENTS=single,cluster`
 //! also runs `SADD` (into sets spread over the slots) and our store on a Redis Cluster of three
 //! masters on loopback; Redis CPU and memory are then summed over the masters.
+//!
+//! `shared:` methods are the growing `SharedFilter` that `url-dedup --redis`, the facade's
+//! Redis mode and the crawler open, each client opening it as a process would.
+//! `URL_DEDUP_BENCH_SHARED` lists its configurations as `rate:hashes:first` separated by
+//! commas: `hashes` a count or `default`, `first` the first layer's capacity as a fraction of
+//! the URLs (`1` holds them all; `0.125` grows three times). Default
+//! `1e-9:default:1,1e-9:default:0.125`.
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +33,7 @@ use url_dedup_benches::env_usize;
 use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
 use url_dedup_bloom::sizing;
 use url_dedup_redis::testing::{RedisCluster, RedisServer};
-use url_dedup_redis::{RedisSegmentStore, StoreOptions, WriteMode};
+use url_dedup_redis::{RedisSegmentStore, SharedFilter, StoreOptions, WriteMode};
 use url_dedup_segmented::SegmentedBloomFilter;
 
 const FPR: f64 = 0.01;
@@ -53,6 +61,69 @@ impl Method for Sadd {
         new.extend(added.iter().map(|&a| a == 1));
         Ok(())
     }
+}
+
+/// `SADD` of the URL itself into one set.
+struct SaddUrl {
+    conn: Connection,
+}
+
+impl Method for SaddUrl {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let mut pipe = redis::pipe();
+        for url in batch {
+            pipe.cmd("SADD").arg("seen").arg(url);
+        }
+        let added: Vec<i64> = pipe.query(&mut self.conn)?;
+        new.extend(added.iter().map(|&a| a == 1));
+        Ok(())
+    }
+}
+
+/// The growing shared filter, as `SharedFilter::open` makes or joins it.
+struct Shared {
+    filter: SharedFilter<SipHash13>,
+}
+
+impl Method for Shared {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let answers = self.filter.try_check_and_insert_batch(batch).map_err(|e| {
+            redis::RedisError::from((redis::ErrorKind::Client, "shared", e.to_string()))
+        })?;
+        new.extend(answers);
+        Ok(())
+    }
+}
+
+/// The shared filter's configurations of `URL_DEDUP_BENCH_SHARED` (see the module
+/// documentation), as named methods.
+fn shared(key: HashKey) -> Vec<(String, Box<Factory<'static>>, bool)> {
+    let spec = std::env::var("URL_DEDUP_BENCH_SHARED")
+        .unwrap_or_else(|_| "1e-9:default:1,1e-9:default:0.125".into());
+    spec.split(',')
+        .filter_map(|config| {
+            let mut parts = config.trim().split(':');
+            let rate: f64 = parts.next()?.parse().ok()?;
+            let hashes: Option<u32> = parts.next().and_then(|h| h.parse().ok());
+            let first: f64 = parts.next().and_then(|f| f.parse().ok()).unwrap_or(1.0);
+            let name = format!(
+                "shared: p={rate:e} k={} first={first}",
+                hashes.map_or("default".into(), |k| k.to_string())
+            );
+            let factory = move |url: &str, n: u64| -> Box<dyn Method> {
+                let options = StoreOptions {
+                    key: Some(key),
+                    hashes,
+                    ..StoreOptions::new("shared")
+                };
+                let capacity = ((n as f64 * first) as u64).max(1);
+                let filter = SharedFilter::open(url, options, capacity, rate)
+                    .expect("open the shared filter");
+                Box::new(Shared { filter })
+            };
+            Some((name, Box::new(factory) as Box<Factory<'static>>, true))
+        })
+        .collect()
 }
 
 /// `SADD` on a cluster: one set per slot (the hash picks it), so the sets spread over every
@@ -312,9 +383,16 @@ fn main() {
     }
 
     let single_key = |deployment: &Deployment| matches!(deployment, Deployment::Single(_));
-    let mut methods: Vec<(&str, Box<Factory<'_>>, bool)> = vec![
+    let mut methods: Vec<(String, Box<Factory<'_>>, bool)> = vec![
         (
-            "sadd-8B",
+            "sadd-url".into(),
+            Box::new(move |url: &str, _| -> Box<dyn Method> {
+                Box::new(SaddUrl { conn: connect(url) })
+            }),
+            true,
+        ),
+        (
+            "sadd-8B".into(),
             Box::new(move |url: &str, _| -> Box<dyn Method> {
                 Box::new(Sadd {
                     conn: connect(url),
@@ -324,7 +402,7 @@ fn main() {
             true,
         ),
         (
-            "sadd-8B sharded",
+            "sadd-8B sharded".into(),
             Box::new(move |url: &str, _| -> Box<dyn Method> {
                 let seeds: Vec<&str> = url.split(',').collect();
                 let conn = redis::cluster::ClusterClient::new(seeds)
@@ -338,7 +416,7 @@ fn main() {
             false,
         ),
         (
-            "bitfield/url",
+            "bitfield/url".into(),
             Box::new(move |url: &str, _| -> Box<dyn Method> {
                 Box::new(BitfieldPerUrl {
                     conn: bit_array(url, bits),
@@ -350,7 +428,7 @@ fn main() {
             true,
         ),
         (
-            "setbit×k",
+            "setbit×k".into(),
             Box::new(move |url: &str, _| -> Box<dyn Method> {
                 Box::new(SetbitK {
                     conn: bit_array(url, bits),
@@ -363,6 +441,7 @@ fn main() {
         ),
     ];
     methods.extend(ours(key));
+    methods.extend(shared(key));
     if let Ok(only) = std::env::var("URL_DEDUP_BENCH_METHODS") {
         methods.retain(|(name, _, _)| only.split(',').any(|o| name.contains(o)));
     }
@@ -376,7 +455,8 @@ fn main() {
             deployment.masters().len(),
         );
     }
-    println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}\n");
+    println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}");
+    println!("before: {}\n", url_dedup_benches::machine_state());
     println!(
         "{:<22} {:>10} {:>7} {:>6} {:>12} {:>10} {:>10} {:>14}",
         "method", "deployment", "clients", "batch", "URLs/s", "B/URL", "admitted", "redis us/URL"
@@ -439,6 +519,7 @@ fn main() {
             }
         }
     }
+    println!("after: {}", url_dedup_benches::machine_state());
     let Some(first) = deployments.first() else {
         return;
     };
@@ -497,7 +578,7 @@ impl Method for Ours {
 /// one bit per URL (`layout_for_hashes`), and the
 /// `BITFIELD` mode without its cache of known bits (`StoreOptions::known_bits_limit = 0`:
 /// every bit of every URL goes to Redis).
-fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>, bool)> {
+fn ours(key: HashKey) -> Vec<(String, Box<Factory<'static>>, bool)> {
     let factory = move |mode: WriteMode, known_bits_limit: u64, hashes: Option<u32>| {
         move |url: &str, n: u64| -> Box<dyn Method> {
             let layout = match hashes {
@@ -519,27 +600,27 @@ fn ours(key: HashKey) -> Vec<(&'static str, Box<Factory<'static>>, bool)> {
     let default_limit = StoreOptions::new("seen").known_bits_limit;
     vec![
         (
-            "ours: bitfield/key",
+            "ours: bitfield/key".into(),
             Box::new(factory(WriteMode::Bitfield, default_limit, None)),
             true,
         ),
         (
-            "ours: k=4",
+            "ours: k=4".into(),
             Box::new(factory(WriteMode::Bitfield, default_limit, Some(4))),
             true,
         ),
         (
-            "ours: k=1",
+            "ours: k=1".into(),
             Box::new(factory(WriteMode::Bitfield, default_limit, Some(1))),
             true,
         ),
         (
-            "ours: no cache",
+            "ours: no cache".into(),
             Box::new(factory(WriteMode::Bitfield, 0, None)),
             true,
         ),
         (
-            "ours: optimistic",
+            "ours: optimistic".into(),
             Box::new(factory(WriteMode::Optimistic, default_limit, None)),
             true,
         ),

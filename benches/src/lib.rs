@@ -49,6 +49,79 @@ pub fn urls(count: usize, seed: u64) -> Vec<String> {
         .collect()
 }
 
+/// A crawl-like list: each line a new URL of [`urls`] or, with a given probability, an exact
+/// repeat of an earlier line, so every tool under comparison finds the same duplicates.
+/// Deterministic for a given seed: what `gen-urls` prints.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_benches::CrawlList;
+///
+/// let list = CrawlList::new(1_000, 0.5, 7);
+/// let lines: Vec<&str> = list.lines().collect();
+/// assert_eq!(lines.len(), 1_000);
+/// let distinct: std::collections::HashSet<_> = lines.iter().collect();
+/// assert_eq!(distinct.len(), list.distinct());
+/// assert!((400..=600).contains(&list.distinct()));
+/// assert!(CrawlList::new(1_000, 0.5, 7).lines().eq(list.lines()));
+/// ```
+#[derive(Debug)]
+pub struct CrawlList {
+    fresh: Vec<String>,
+    /// Index into `fresh` of every line.
+    order: Vec<usize>,
+}
+
+impl CrawlList {
+    /// `count` lines, each a repeat with probability `duplicates`, from [`urls`]`(…, seed)`.
+    ///
+    /// # Examples
+    ///
+    /// See [`CrawlList`].
+    pub fn new(count: usize, duplicates: f64, seed: u64) -> Self {
+        let distinct = ((count as f64) * (1.0 - duplicates)).ceil() as usize;
+        let fresh = urls(distinct, seed);
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut emitted, threshold) = (0usize, (duplicates * u64::MAX as f64) as u64);
+        let mut order = Vec::with_capacity(count);
+        for _ in 0..count {
+            let repeat = emitted > 0 && (next() < threshold || emitted == distinct);
+            order.push(if repeat {
+                (next() % emitted as u64) as usize
+            } else {
+                emitted += 1;
+                emitted - 1
+            });
+        }
+        Self { fresh, order }
+    }
+
+    /// Every line, in order.
+    ///
+    /// # Examples
+    ///
+    /// See [`CrawlList`].
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(|&i| self.fresh[i].as_str())
+    }
+
+    /// How many distinct lines the list has.
+    ///
+    /// # Examples
+    ///
+    /// See [`CrawlList`].
+    pub fn distinct(&self) -> usize {
+        self.order.iter().max().map_or(0, |&m| m + 1)
+    }
+}
+
 /// Keys in one contiguous buffer, as a crawler holds URLs it read from a page or a file: what
 /// the head-to-head bench times filters on. (A `Vec<String>` puts every key in its own heap
 /// block, and reading a key then costs a pointer chase that says more about the allocator
@@ -170,6 +243,66 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(default)
+}
+
+/// The latency of a random memory read, in ns: a chain of pointers followed through `mib`
+/// mebibytes in a random cyclic order (one pointer per cache line, so no read is predicted or
+/// prefetched), median of `rounds` rounds of 2^22 reads after one that warms the TLB. What a
+/// filter's cache miss costs, and so what every speed ratio of a filter depends on.
+///
+/// # Examples
+///
+/// ```
+/// let ns = url_dedup_benches::random_read_ns(1, 1);
+/// assert!(ns > 0.0);
+/// ```
+pub fn random_read_ns(mib: usize, rounds: usize) -> f64 {
+    let slots = ((mib << 20) / std::mem::size_of::<usize>() / 8).max(2);
+    let mut order: Vec<usize> = (0..slots).collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    // Sattolo's shuffle: a single cycle through every line.
+    for i in (1..slots).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        order.swap(i, (state % i as u64) as usize);
+    }
+    let mut next = vec![0usize; slots * 8];
+    for (k, &line) in order.iter().enumerate() {
+        next[line * 8] = order[(k + 1) % slots] * 8;
+    }
+    const STEPS: usize = 1 << 22;
+    let mut at = 0;
+    let times: Vec<f64> = (0..=rounds.max(1))
+        .map(|_| {
+            let start = std::time::Instant::now();
+            for _ in 0..STEPS {
+                at = next[at];
+            }
+            start.elapsed().as_nanos() as f64 / STEPS as f64
+        })
+        .skip(1)
+        .collect();
+    std::hint::black_box(at);
+    median(times)
+}
+
+/// One line for a benchmark's report: the random read latency over 256 MiB
+/// ([`random_read_ns`]) and the load average, which every ratio should be read with.
+///
+/// # Examples
+///
+/// ```no_run
+/// println!("{}", url_dedup_benches::machine_state());
+/// ```
+pub fn machine_state() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into());
+    format!(
+        "random read latency over 256 MiB: {:.0} ns; load average: {load}",
+        random_read_ns(256, 5)
+    )
 }
 
 /// The median of `xs` (the mean of the middle two for an even count); NaN when empty.

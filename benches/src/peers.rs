@@ -183,6 +183,25 @@ adapter!(
 );
 
 adapter!(
+    /// Our growing filter as users get it by default (`GrowingFilter::builder()`: keyed
+    /// SipHash-1-3-128, segments sized for the rate); `insert` is the `&mut self` path.
+    ///
+    /// ```
+    /// use url_dedup_benches::peers::{Filter, Growing};
+    /// let mut f = Growing::new(100, 0.01);
+    /// (0..100).for_each(|i| f.insert(&i.to_string()));
+    /// assert_eq!(f.0.layers(), 1);
+    /// ```
+    Growing(url_dedup_segmented::GrowingFilter<SipHash13>), "url-dedup GrowingFilter",
+    |n, p| url_dedup_segmented::GrowingFilter::builder()
+        .expected_items(n as u64)
+        .false_positive_rate(p)
+        .build()
+        .expect("valid parameters"),
+    insert: check_and_insert_mut, contains: contains, bits: |f| f.bits()
+);
+
+adapter!(
     /// fastbloom 0.17 with its default hasher (keyed SipHash-1-3).
     ///
     /// ```

@@ -2,7 +2,7 @@
 //!
 //! Each line is either a new URL (from `url_dedup_benches::urls`) or, with probability
 //! DUPLICATE_FRACTION, an exact repeat of an earlier line, so every tool under comparison can
-//! find the same duplicates. Deterministic for a given seed.
+//! find the same duplicates. Deterministic for a given seed (`url_dedup_benches::CrawlList`).
 
 use std::io::{BufWriter, Write};
 
@@ -15,25 +15,9 @@ fn main() -> std::io::Result<()> {
     let dup: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(0.5);
     let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(7);
 
-    let distinct = ((count as f64) * (1.0 - dup)).ceil() as usize;
-    let fresh = url_dedup_benches::urls(distinct, seed);
+    let list = url_dedup_benches::CrawlList::new(count, dup, seed);
     let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    let mut state = seed | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let (mut emitted_fresh, threshold) = (0usize, (dup * u64::MAX as f64) as u64);
-    for _ in 0..count {
-        let repeat = emitted_fresh > 0 && (next() < threshold || emitted_fresh == distinct);
-        let line = if repeat {
-            &fresh[(next() % emitted_fresh as u64) as usize]
-        } else {
-            emitted_fresh += 1;
-            &fresh[emitted_fresh - 1]
-        };
+    for line in list.lines() {
         out.write_all(line.as_bytes())?;
         out.write_all(b"\n")?;
     }

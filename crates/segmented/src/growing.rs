@@ -23,9 +23,12 @@
 //! # Counting
 //!
 //! Each stripe counts the admissions made under its lock, in the lock's own cache line, and
-//! reports them to the layer in steps of at most 1/8 of the layer's capacity per stripe count,
-//! so the shared counter is touched rarely and growth starts between 7/8 and all of the
-//! layer's capacity.
+//! reports them to the layer in steps (a power of two), so the shared counter is touched
+//! rarely. Growth starts when the reported count passes the layer's capacity: never before
+//! the layer holds its capacity, and at most 1/256 of it later (what the stripes hold back
+//! unreported). A layer is sized for 1/128 more than its capacity, so the items admitted
+//! before growth starts, and those other threads admit while the next layer is allocated,
+//! stay within its rate.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -84,7 +87,12 @@ impl GrowthPlan {
         let (capacity, fpr) = self
             .growth
             .layer(self.first_capacity, self.target_fpr, index);
-        let layout = Layout::for_items_with(capacity, fpr, self.segment_bits, self.placement)?;
+        let layout = Layout::for_items_with(
+            with_headroom(capacity),
+            fpr,
+            self.segment_bits,
+            self.placement,
+        )?;
         Ok((layout, capacity, fpr))
     }
 
@@ -104,6 +112,13 @@ impl GrowthPlan {
     }
 }
 
+/// Items a layer of `capacity` is sized for: 1/128 more (and one), twice what its stripes may
+/// hold back unreported when growth starts (see [`Layer::new`]), the rest for what other
+/// threads admit while the next layer is allocated.
+fn with_headroom(capacity: u64) -> u64 {
+    capacity.saturating_add(capacity / 128 + 1)
+}
+
 /// One layer: an in-memory segmented store and its share of the plan.
 pub(crate) struct Layer {
     pub(crate) layout: Layout,
@@ -112,11 +127,8 @@ pub(crate) struct Layer {
     pub(crate) store: MemoryStore,
     /// Admissions reported by the stripes, in steps of `step`.
     reported: AtomicU64,
-    /// Each stripe reports every `step`-th admission of its own.
+    /// Each stripe reports every `step`-th admission of its own (a power of two).
     step: u64,
-    /// Growth starts once `reported` reaches this: `capacity` less what the stripes may hold
-    /// back unreported.
-    trigger: u64,
 }
 
 impl Layer {
@@ -129,9 +141,13 @@ impl Layer {
         if store.layout() != layout {
             return Err(Error::Incompatible("layer store and layout differ"));
         }
-        let stripes = store.stripe_count() as u64;
-        let step = (capacity / stripes.saturating_mul(8)).max(1);
-        let trigger = capacity.saturating_sub(stripes.saturating_mul(step - 1));
+        // Each stripe holds back fewer than `step` admissions, so growth, which starts when
+        // the reported count passes the capacity, starts at most `stripes × (step − 1)` ≤
+        // capacity / 256 admissions late (plus the reporting stripe's own step, at most as
+        // much again over the stripes).
+        let stripes = store.stripe_count().max(1) as u64;
+        let most = capacity / stripes.saturating_mul(256) + 1;
+        let step = 1 << most.ilog2();
         let reported = AtomicU64::new(store.admitted());
         Ok(Self {
             layout,
@@ -140,13 +156,18 @@ impl Layer {
             store,
             reported,
             step,
-            trigger,
         })
     }
 
     #[inline]
     fn probe(&self, digest: Digest) -> Probe {
         self.layout.probe(digest)
+    }
+
+    /// Whether a stripe whose count is now `count` reports to the layer.
+    #[inline]
+    fn reports(&self, count: u64) -> bool {
+        count & (self.step - 1) == 0
     }
 }
 
@@ -276,7 +297,8 @@ impl<H: ItemHasher> GrowingBuilder<H> {
         self
     }
 
-    /// The growth schedule (default: double the capacity, halve the rate).
+    /// The growth schedule (default [`Growth::default`]: double the capacity, 0.3 times the
+    /// rate).
     ///
     /// # Examples
     ///
@@ -591,7 +613,7 @@ impl<H: ItemHasher> GrowingFilter<H> {
             }
             match newest.store.admit_unless_sealed(probe) {
                 Admission::New(stripe_count) => {
-                    if stripe_count % newest.step == 0 {
+                    if newest.reports(stripe_count) {
                         self.report(published, newest);
                     }
                     return true;
@@ -666,7 +688,7 @@ impl<H: ItemHasher> GrowingFilter<H> {
         let Some(stripe_count) = newest.store.admit_mut(probe) else {
             return false;
         };
-        if stripe_count % newest.step == 0
+        if newest.reports(stripe_count)
             && let Some(newest) = self.layers[newest_index].get()
         {
             self.report(published, newest);
@@ -674,11 +696,12 @@ impl<H: ItemHasher> GrowingFilter<H> {
         true
     }
 
-    /// A stripe of the newest of `published` layers counted another `step` admissions.
+    /// A stripe of the newest of `published` layers counted another `step` admissions: the
+    /// filter grows once the layer holds more than its capacity.
     #[cold]
     fn report(&self, published: usize, layer: &Layer) {
         let total = layer.reported.fetch_add(layer.step, Ordering::Relaxed) + layer.step;
-        if total >= layer.trigger && !self.stalled.load(Ordering::Relaxed) {
+        if total > layer.capacity && !self.stalled.load(Ordering::Relaxed) {
             self.grow(published);
         }
     }
@@ -888,6 +911,7 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// assert!(!f.contains("b"));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
+    #[inline(always)]
     pub fn contains(&self, item: impl AsRef<[u8]>) -> bool {
         self.contains_digest(self.hash(item))
     }
@@ -901,6 +925,7 @@ impl<H: ItemHasher> GrowingFilter<H> {
     /// assert!(!f.contains_digest(f.hash("a")));
     /// # Ok::<(), url_dedup_segmented::Error>(())
     /// ```
+    #[inline(always)]
     pub fn contains_digest(&self, digest: Digest) -> bool {
         self.live_layers()
             .rev()
@@ -1065,17 +1090,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_stripe_reports_in_steps_that_start_growth_before_capacity() {
-        let layout = Layout::for_items(1_000_000, 0.01, 512).unwrap();
-        let layer = Layer::new(layout, 1_000_000, 0.01, MemoryStore::new(layout).unwrap()).unwrap();
-        let stripes = layer.store.stripe_count() as u64;
-        // Unreported admissions are fewer than `step` per stripe, at most 1/8 of the capacity.
-        assert!(stripes * (layer.step - 1) <= layer.capacity / 8);
-        assert!(layer.trigger <= layer.capacity && layer.trigger >= layer.capacity * 7 / 8);
-
-        let tiny = Layout::for_items(10, 0.01, 512).unwrap();
-        let layer = Layer::new(tiny, 10, 0.01, MemoryStore::new(tiny).unwrap()).unwrap();
-        assert_eq!((layer.step, layer.trigger), (1, 10));
+    fn stripes_hold_back_at_most_a_256th_of_the_capacity() {
+        for capacity in [1, 10, 1_000, 100_000, 10_000_000] {
+            let layout = Layout::for_items(capacity, 0.01, 512).unwrap();
+            let store = MemoryStore::new(layout).unwrap();
+            let stripes = store.stripe_count() as u64;
+            let layer = Layer::new(layout, capacity, 0.01, store).unwrap();
+            assert!(layer.step.is_power_of_two());
+            assert!(stripes * (layer.step - 1) <= capacity / 256, "{capacity}");
+            // Steps are as long as that allows, so the shared count is touched rarely.
+            assert!(
+                stripes * (2 * layer.step - 1) > capacity / 256,
+                "{capacity}"
+            );
+            // The layer is sized for the late start and for what threads admit meanwhile.
+            let plan = GrowingFilter::builder()
+                .expected_items(capacity)
+                .false_positive_rate(0.01)
+                .plan()
+                .unwrap();
+            let (sized, _, rate) = plan.layer(0).unwrap();
+            let late = capacity + stripes * (layer.step - 1) + layer.step;
+            assert!(sized.false_positive_rate(late) <= rate, "{capacity}");
+        }
     }
 
     /// What makes growth safe for a thread that read the list of layers just before it

@@ -47,9 +47,10 @@ pub struct GrowingSimilarityFilter {
 }
 
 impl GrowingSimilarityFilter {
-    /// Grows from `first`, with [`Growth::default`] (layers of twice the size at half the
-    /// rate). Size `first` at half the rate the whole filter should keep: the layers' rates
-    /// add up to at most twice the first's.
+    /// Grows from `first`, with [`Growth::default`] (layers of twice the size at 0.3 times
+    /// the rate). Size `first` at 70% of the rate the whole filter should keep
+    /// (`Growth::default().layer(n, target, 0)`): the layers' rates add up to at most the
+    /// first's divided by 0.7.
     ///
     /// # Examples
     ///

@@ -43,7 +43,7 @@ fn a_filter_handed_far_more_urls_than_its_size_keeps_folding_by_chance_rare() {
         "the growing filter folded {growing_folds}"
     );
     assert!(growing.layers() >= 7);
-    // About the target of 0.001 (the first layer at half of it, the next ones at less).
+    // About the target of 0.001 (the first layer at 70% of it, the next ones at less).
     let rate = growing.measured_false_positive_rate();
     assert!(rate < 0.0015, "{rate}");
     assert!(fixed.measured_false_positive_rate() > 0.1);

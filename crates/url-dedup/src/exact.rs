@@ -28,9 +28,10 @@ use crate::fingerprints::FingerprintSet;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FilterKind {
-    /// A segmented filter that grows ([`GrowingFilter`]): when more URLs arrive than
-    /// expected it adds layers of double the capacity and half the rate, so a lookup stays
-    /// below the false-positive rate however wrong the expected count was. One cache line per
+    /// A segmented filter that grows ([`GrowingFilter`]): up to the expected count it is one
+    /// layer about the size of the segmented filter; past it, it adds layers of double the
+    /// capacity at 0.3 times the rate, so a lookup stays below the false-positive rate
+    /// however wrong the expected count was. One cache line per
     /// URL and layer, exactly-once admission when threads race on the same URL.
     #[default]
     Growing,
