@@ -122,12 +122,24 @@ impl Logger {
         }
     }
 
-    /// The newest `count` entries of the shared stream, newest first; without one (or when
-    /// it cannot be read), this process's entries kept in memory.
+    /// The newest `count` entries, newest first: the shared stream's (every process's
+    /// warnings and errors) with this process's notes, or without a stream (or when it cannot
+    /// be read) this process's entries kept in memory.
     pub(crate) async fn recent(&self, count: usize) -> Vec<Entry> {
-        let Some((conn, key)) = &self.stream else {
+        let Some(shared) = self.shared(count).await else {
             return self.kept(count);
         };
+        let notes = self.kept(KEPT).into_iter().filter(|e| e.level == "INFO");
+        let mut all: Vec<Entry> = shared.into_iter().chain(notes).collect();
+        all.sort_by_key(|e| std::cmp::Reverse(order(&e.id)));
+        all.truncate(count);
+        all
+    }
+
+    /// The newest `count` entries of the shared stream, newest first; `None` without one or
+    /// when it cannot be read.
+    async fn shared(&self, count: usize) -> Option<Vec<Entry>> {
+        let (conn, key) = self.stream.as_ref()?;
         let mut conn = conn.clone();
         type Raw = Vec<(String, Vec<(String, String)>)>;
         let raw: redis::RedisResult<Raw> = redis::cmd("XREVRANGE")
@@ -138,10 +150,9 @@ impl Logger {
             .arg(count)
             .query_async(&mut conn)
             .await;
-        let Ok(raw) = raw else {
-            return self.kept(count);
-        };
-        raw.into_iter()
+        let entries = raw
+            .ok()?
+            .into_iter()
             .map(|(id, fields)| {
                 let get = |name: &str| {
                     fields
@@ -157,8 +168,15 @@ impl Logger {
                     message: get("message"),
                 }
             })
-            .collect()
+            .collect();
+        Some(entries)
     }
+}
+
+/// An entry id's place in time: milliseconds, then sequence.
+fn order(id: &str) -> (u64, u64) {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -912,6 +912,13 @@ fn the_status_page_shows_a_row_per_process() {
         assert!(html.body.contains(name), "{name} has no row: {}", html.body);
     }
     assert!(html.body.contains("id=processes"), "{}", html.body);
+    // The log holds the shared stream's entries and this process's own notes.
+    let log = status["log"].as_array().unwrap();
+    assert!(
+        log.iter()
+            .any(|e| e["message"].as_str().unwrap().contains("status page at")),
+        "{status}"
+    );
     assert!(html.body.contains("Redis calls per page"), "{}", html.body);
     gate.open();
     let summaries = [

@@ -8,6 +8,9 @@ use super::Status;
 use super::chart::{self, Series};
 use super::history;
 
+/// Rows of the last errors shown (the JSON has them all).
+const ERROR_ROWS: usize = 10;
+
 /// Seconds between two reloads of the page.
 pub(crate) const RELOAD_SECS: u32 = 5;
 
@@ -18,10 +21,11 @@ const STYLE: &str = "
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;
 color:var(--ink);background:var(--bg)}
-header{background:#14202e;color:#fff;padding:14px 28px}
+header{background:#14202e;color:#fff;padding:14px 0}
+header>div,main{max-width:1240px;margin:0 auto;padding-left:28px;padding-right:28px}
 header h1{margin:0;font-size:20px;font-weight:600}
 header p{margin:2px 0 0;color:#b9c4d0;font-size:13px}
-main{padding:18px 28px 40px;max-width:1240px}
+main{padding-top:18px;padding-bottom:40px}
 h2{font-size:15px;margin:26px 0 8px}
 .cards{display:grid;grid-template-columns:repeat(6,1fr);gap:12px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 14px}
@@ -45,7 +49,7 @@ table{border-collapse:collapse;width:100%;background:var(--card);border:1px soli
 th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{font-size:12px;color:var(--soft);font-weight:600;background:#fafbfc}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.url{word-break:break-all}
+td.url{word-break:break-all;width:40%}
 .two{display:grid;grid-template-columns:1fr 1fr;gap:16px}
 .empty{color:var(--soft);background:var(--card);border:1px dashed var(--line);padding:10px 12px;margin:0}
 .lvl-WARN{color:var(--warn);font-weight:600}.lvl-ERROR{color:var(--bad);font-weight:600}
@@ -129,9 +133,13 @@ pub(crate) fn render(s: &Status) -> String {
     let mut page = head(&format!("crawl {} · crawler status", s.crawl), true);
     let _ = write!(
         page,
-        "<header><h1>Crawl <b>{crawl}</b></h1><p>process {process} · {mode} · up {up} · \
-         reloads every {RELOAD_SECS} s</p></header><main>",
-        crawl = escape(&s.crawl),
+        "<header><div><h1>{crawl}</h1><p>process {process} · {mode} · up {up} · \
+         reloads every {RELOAD_SECS} s</p></div></header><main>",
+        crawl = if s.mode == "shared" {
+            format!("Crawl <b>{}</b>", escape(&s.crawl))
+        } else {
+            format!("Crawl into <b>{}</b>", escape(&s.crawl))
+        },
         process = escape(&s.process),
         mode = if s.mode == "shared" {
             format!(
@@ -243,13 +251,10 @@ fn charts(s: &Status) -> String {
         .collect();
     let queue: Vec<(f64, f64)> = h.iter().map(|p| (p.at, p.queued as f64)).collect();
     let errors: Vec<(f64, f64)> = h.iter().map(|p| (p.at, p.errors as f64)).collect();
-    let now = |points: &[(f64, f64)], f: fn(f64) -> String| {
-        points.last().map_or("–".to_owned(), |p| f(p.1))
-    };
     let charts = [
         (
             "Pages per second",
-            now(&rates, per_sec),
+            per_sec(s.recent_pages_per_sec),
             Series {
                 name: "pages/s",
                 points: rates,
@@ -262,7 +267,7 @@ fn charts(s: &Status) -> String {
             } else {
                 "Queue"
             },
-            now(&queue, |v| thousands(v as u64)),
+            s.queue.map_or("–".to_owned(), thousands),
             Series {
                 name: "queue",
                 points: queue,
@@ -271,7 +276,7 @@ fn charts(s: &Status) -> String {
         ),
         (
             "Errors so far",
-            now(&errors, |v| thousands(v as u64)),
+            thousands(s.errors + s.error_responses),
             Series {
                 name: "errors",
                 points: errors,
@@ -372,7 +377,7 @@ fn last_errors(s: &Status) -> String {
         return out + "<p class=empty>No failed fetch and no 4xx/5xx answer so far.</p>";
     }
     out.push_str("<table id=errors><tr><th class=n>when<th>what<th>URL<th>detail</tr>");
-    for e in &s.last_errors {
+    for e in s.last_errors.iter().take(ERROR_ROWS) {
         let _ = write!(
             out,
             "<tr><td class=n>{when} ago<td>{what}<td class=url>{url}<td>{detail}</tr>",
@@ -386,9 +391,9 @@ fn last_errors(s: &Status) -> String {
 }
 
 fn skips(s: &Status) -> String {
-    let mut out = String::from("<h2>Not followed, by reason</h2>");
+    let mut out = String::from("<h2>Skipped, by reason <small>(as in skipped.tsv)</small></h2>");
     if s.skips.is_empty() {
-        return out + "<p class=empty>Every link found so far was followed or already known.</p>";
+        return out + "<p class=empty>Every URL found so far was fetched or already known.</p>";
     }
     out.push_str("<table id=skips><tr><th>reason<th class=n>URLs</tr>");
     for (reason, n) in &s.skips {
@@ -487,9 +492,10 @@ fn meanings(s: &Status) -> String {
             .into(),
     );
     item(
-        "not followed",
-        "URLs left out on purpose: trap rules (too long, too deep, repeated segments, \
-         budgets), scope, robots.txt, content type; see <code>skipped.tsv</code>."
+        "skipped",
+        "URLs not fetched, or fetched without a page: trap rules (too long, too deep, \
+         repeated segments, budgets), scope, robots.txt, content type, and the failed \
+         fetches counted in errors. <code>skipped.tsv</code> lists every one."
             .into(),
     );
     if s.mode == "shared" {
