@@ -352,7 +352,7 @@ fn hosts(s: &Status) -> String {
             host = escape(&h.host),
             pages = thousands(h.pages),
             over = if h.over > 0 {
-                format!(" <small>(±{})</small>", thousands(h.over))
+                format!(" <small>(up to {} over)</small>", thousands(h.over))
             } else {
                 String::new()
             },
@@ -364,8 +364,8 @@ fn hosts(s: &Status) -> String {
     out.push_str("</table>");
     if !s.hosts_exact {
         out.push_str(
-            "<p class=empty>More hosts than rows: a row marked ± may include that many jobs \
-             of hosts it replaced.</p>",
+            "<p class=empty>More hosts than rows: a row marked \"over\" may count up to that \
+             many jobs of the hosts whose rows it took.</p>",
         );
     }
     out
