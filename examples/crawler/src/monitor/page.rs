@@ -50,6 +50,7 @@ th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;verti
 th{font-size:12px;color:var(--soft);font-weight:600;background:#fafbfc}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.url{word-break:break-all;width:40%}
+td.what{white-space:nowrap}
 .two{display:grid;grid-template-columns:1fr 1fr;gap:16px}
 .empty{color:var(--soft);background:var(--card);border:1px dashed var(--line);padding:10px 12px;margin:0}
 .lvl-WARN{color:var(--warn);font-weight:600}.lvl-ERROR{color:var(--bad);font-weight:600}
@@ -380,7 +381,7 @@ fn last_errors(s: &Status) -> String {
     for e in s.last_errors.iter().take(ERROR_ROWS) {
         let _ = write!(
             out,
-            "<tr><td class=n>{when} ago<td>{what}<td class=url>{url}<td>{detail}</tr>",
+            "<tr><td class=n>{when} ago<td class=what>{what}<td class=url>{url}<td>{detail}</tr>",
             when = chart::duration((s.uptime_secs - e.at).max(0.0)),
             what = escape(&e.what),
             url = escape(&e.url),
@@ -529,14 +530,15 @@ pub(crate) fn rate_form(s: &Status) -> String {
     let mut page = head(&format!("rate limit · crawl {}", s.crawl), false);
     let _ = write!(
         page,
-        "<header><h1>Rate limit of process {process}</h1><p>crawl {crawl} · now {now}</p>\
-         </header><main><form method=post action=\"/rate\">\
+        "<header><div><h1>Rate limit of process {process}</h1><p>crawl {crawl} · now {now}</p>\
+         </div></header><main><form method=post action=\"/rate\">\
          <label for=rate>Pages per second (0: no limit)</label>\
          <input id=rate name=pages_per_sec inputmode=decimal required value=\"{value}\">\
          <label for=token>Token</label>\
          <input id=token name=token type=password autocomplete=off required>\
-         <p class=note>The token was printed when the crawl started, and is in the file \
-         named there (readable by its owner only).</p>\
+         <p class=note>The token was printed when the crawl started, next to the page's \
+         address, and is in the file <code>status-token</code> of the output directory \
+         (<code>status-token-PROCESS</code> in a shared crawl), readable by its owner only.</p>\
          <button type=submit>Set the limit</button></form>\
          <footer><a href=\"/\">Back to the status page</a></footer></main>",
         process = escape(&s.process),
