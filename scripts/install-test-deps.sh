@@ -13,6 +13,20 @@ if ((${#need[@]})); then
   fi
 fi
 
+# Debian's chromium, for the crawler's status page test in a real browser
+# (examples/crawler/tests/browser.rs). Only where apt-get is and we are root: elsewhere that
+# test says it was skipped, and every other test runs as usual.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing: chromium"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null ||
+      echo "warning: chromium did not install; the browser test will be skipped" >&2
+  else
+    echo "warning: no chromium and cannot install it (not root or no apt-get); the browser test will be skipped" >&2
+  fi
+fi
+
 # The Python tests' virtualenv (crates/python/.venv) from the pinned requirements; redone only
 # when they change, so a machine that has it spends a file comparison here.
 (

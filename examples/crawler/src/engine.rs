@@ -207,6 +207,11 @@ impl<B: Backend> Engine<B> {
         if let Some((reason, detail)) = &f.problem {
             records.skip(*reason, &job.url, detail)?;
         }
+        let answer = f
+            .exchange
+            .as_ref()
+            .map(|x| (x.status.as_u16(), x.body.len()));
+        self.monitor.note(&job.url, answer, f.problem.as_ref());
         records.stats.nofollow += f.unfollowed.0;
         records.stats.not_web += f.unfollowed.1;
         if let Some((hash, decoded)) = f.body {
@@ -321,7 +326,7 @@ async fn drive<B: Backend>(
     });
     let _ = monitor.refresh.set(refresh_from(Arc::downgrade(&engine)));
     if let Some(addr) = ctx.config.status {
-        crate::monitor::start(monitor.clone(), addr).await?;
+        crate::monitor::start(monitor.clone(), addr, &ctx.config.out).await?;
     }
 
     let crew = Crew {
@@ -493,7 +498,9 @@ async fn housekeeping<B: Backend>(engine: Arc<Engine<B>>) {
             },
             _ = tick.tick() => {
                 let report = engine.backend.report().await;
-                engine.monitor.set_backend_figures(report.extra.clone());
+                let mine = engine.monitor.own_row();
+                let view = engine.backend.crawl_view(mine, engine.monitor.is_served()).await;
+                engine.monitor.sample(&report, view);
                 if progress {
                     eprintln!(
                         "fetched {} pages, {} queued",

@@ -235,7 +235,8 @@ pub(crate) struct Options {
     pub(crate) stop: bool,
 
     /// Serve the status page (HTML at `/`, JSON at `/status.json`, `POST /rate?pages_per_sec=N`)
-    /// on this address, e.g. 127.0.0.1:8080 (port 0 picks a free one; the address is printed).
+    /// on this address, e.g. 127.0.0.1:8080 (port 0 picks a free one). The address is printed
+    /// with this run's token, which changes need (also in --out, file status-token).
     #[arg(long, value_name = "ADDR")]
     pub(crate) status: Option<std::net::SocketAddr>,
 

@@ -719,43 +719,31 @@ fn the_status_page_is_served_by_a_single_process_crawl_too() {
         .spawn()
         .unwrap();
     let mut stderr = common::Lines::new(child.stderr.take().unwrap());
-    let line = stderr.wait_for("status page: http://", Duration::from_secs(60));
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .trim_end_matches('/')
-        .to_owned();
+    let page = common::StatusPage::announced(&mut stderr);
     common::wait_until(Duration::from_secs(60), || site.hit("/held") > 0);
-    let status = || -> serde_json::Value {
-        let (code, body) = common::http(&addr, "GET", "/status.json");
-        assert_eq!(code, 200, "{body}");
-        serde_json::from_str(&body).unwrap()
-    };
     // robots.txt is not a page; /, /a and /b are fetched, /held is in flight: the figures
     // stand still once they are counted.
     common::wait_until(Duration::from_secs(60), || {
-        let s = status();
+        let s = page.status();
         s["fetched"] == 3 && s["skipped"] == 1
     });
-    let status = status();
+    let status = page.status();
     assert_eq!(status["fetched"], 3, "{status}");
     assert_eq!(status["queued"], 4, "{status}");
     assert_eq!(status["duplicates"], 1, "{status}");
     assert_eq!(status["skipped"], 1, "{status}");
     assert_eq!(status["rate_limit"], 1000.0, "{status}");
-    let (code, html) = common::http(&addr, "GET", "/");
-    assert_eq!(code, 200);
-    assert!(html.contains("duplicates avoided"), "{html}");
+    let html = page.get("/");
+    assert_eq!(html.status, 200);
+    assert!(html.body.contains("duplicates avoided"), "{}", html.body);
     // A rate nobody means is refused, and the limit stays as it was.
-    for absurd in ["1e-300", "-1", "1e9", "NaN"] {
-        let (code, body) = common::http(&addr, "POST", &format!("/rate?pages_per_sec={absurd}"));
-        assert_eq!(code, 400, "{absurd}: {body}");
+    for absurd in ["1e-300", "-1", "1e9", "NaN", "inf", "", "fast"] {
+        let a = page.set_rate(absurd);
+        assert_eq!(a.status, 400, "{absurd}: {}", a.body);
     }
-    let (code, _) = common::http(&addr, "POST", "/rate?pages_per_sec=0");
-    assert_eq!(code, 200);
-    let (_, body) = common::http(&addr, "GET", "/status.json");
-    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(page.status()["rate_limit"], 1000.0);
+    assert_eq!(page.set_rate("0").status, 200);
+    let status = page.status();
     assert_eq!(status["rate_limit"], 0.0, "{status}");
     gate.open();
     assert!(common::wait_exit(&mut child, Duration::from_secs(60)).success());

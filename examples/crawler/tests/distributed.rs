@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::shared::{Forest, finish, finish_summary, spawn};
-use common::{Gate, Reply, Site, http, wait_until};
+use common::{Gate, Reply, Site, StatusPage, wait_until};
 use url_dedup_redis::testing::RedisServer;
 
 /// A site of `pages` pages `/p/{i}`; page i links to 2i+1 and 2i+2 (a binary tree) and to the
@@ -397,15 +397,12 @@ fn the_status_page_reports_counters_and_changes_the_rate() {
         &seed,
         &["--status", &addr, "--rate", "1"],
     );
-    let status = |field: &str| -> f64 {
-        let (code, body) = http(&addr, "GET", "/status.json");
-        assert_eq!(code, 200, "{body}");
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-        v[field].as_f64().unwrap()
-    };
     wait_until(Duration::from_secs(20), || {
-        TcpStream::connect(&addr).is_ok() && status("fetched") >= 3.0
+        TcpStream::connect(&addr).is_ok()
     });
+    let page = StatusPage::in_dir(&addr, out.path());
+    let status = |field: &str| -> f64 { page.status()[field].as_f64().unwrap() };
+    wait_until(Duration::from_secs(20), || status("fetched") >= 3.0);
     // Counters follow the crawl: at most the fetch in flight differs from the site's count.
     let reported = status("fetched") as u32;
     let served: u32 = page_hits(&site, PAGES).iter().sum();
@@ -414,15 +411,13 @@ fn the_status_page_reports_counters_and_changes_the_rate() {
         "{reported} vs {served}"
     );
     assert_eq!(status("rate_limit"), 1.0);
-    let (code, html) = http(&addr, "GET", "/");
-    assert_eq!(code, 200);
-    assert!(html.contains("duplicates avoided"), "{html}");
+    let html = page.get("/");
+    assert_eq!(html.status, 200);
+    assert!(html.body.contains("duplicates avoided"), "{}", html.body);
     // Lifting the limit reaches the pacer of the running process (that the waiting fetches
     // then start at once is the pacer's own test, on a virtual clock).
-    let (code, _) = http(&addr, "POST", "/rate?pages_per_sec=0");
-    assert_eq!(code, 200);
-    let (code, _) = http(&addr, "POST", "/rate?pages_per_sec=-1");
-    assert_eq!(code, 400);
+    assert_eq!(page.set_rate("0").status, 200);
+    assert_eq!(page.set_rate("-1").status, 400);
     assert_eq!(status("rate_limit"), 0.0);
     let fetched = finish(child, Duration::from_secs(120));
     assert_eq!(fetched, PAGES as u64);
@@ -848,4 +843,85 @@ fn a_crawl_on_a_cluster_goes_on_while_masters_come_and_go() {
         "a page fetched twice or never"
     );
     assert_eq!(fetched.iter().sum::<u64>(), PAGES as u64);
+}
+
+/// Every process of a shared crawl publishes its figures to Redis; the status page of any one
+/// of them shows a row per live process, its own and the others', and the crawl's queue.
+#[test]
+fn the_status_page_shows_a_row_per_process() {
+    let Some(redis) = RedisServer::start_or_skip("status rows per process") else {
+        return;
+    };
+    const PAGES: usize = 40;
+    let gate = Gate::default();
+    let held = gate.clone();
+    // Page 30 waits for the test: neither process can finish before the rows are read.
+    let forest = Forest::start_held(4, PAGES, Duration::ZERO, move |i, _| {
+        (i == 30).then(|| held.clone())
+    });
+    let seeds = forest.seeds();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    // Every host is a seed, so every host is in scope.
+    let mut args: Vec<&str> = seeds[1..].iter().map(String::as_str).collect();
+    let other = spawn(dirs[1].path(), &redis.url(), "rows", &seeds[0], &args);
+    args.extend(["--status", &addr]);
+    let serving = spawn(dirs[0].path(), &redis.url(), "rows", &seeds[0], &args);
+    wait_until(Duration::from_secs(60), || {
+        TcpStream::connect(&addr).is_ok()
+    });
+    let page = StatusPage::in_dir(&addr, dirs[0].path());
+    // The other process publishes within a couple of seconds of its start.
+    wait_until(Duration::from_secs(60), || {
+        page.status()["processes"].as_array().unwrap().len() == 2
+    });
+    let status = page.status();
+    let rows = status["processes"].as_array().unwrap().clone();
+    let me = status["process"].as_str().unwrap();
+    let (mine, theirs): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r["process"] == me);
+    assert_eq!(mine.len(), 1, "{status}");
+    assert_eq!(
+        mine[0]["status_page"],
+        format!("http://{addr}/"),
+        "{status}"
+    );
+    assert!(theirs[0]["status_page"].is_null(), "{status}");
+    assert!(theirs[0]["age_secs"].as_f64().unwrap() <= 10.0, "{status}");
+    // The crawl's queue is known (here: nothing waits but what the held page will bring).
+    assert!(status["queue"].is_u64(), "{status}");
+    let html = page.get("/");
+    for row in &rows {
+        let name = row["process"].as_str().unwrap();
+        assert!(html.body.contains(name), "{name} has no row: {}", html.body);
+    }
+    assert!(html.body.contains("id=processes"), "{}", html.body);
+    // The log holds the shared stream's entries and this process's own notes.
+    let log = status["log"].as_array().unwrap();
+    assert!(
+        log.iter()
+            .any(|e| e["message"].as_str().unwrap().contains("status page at")),
+        "{status}"
+    );
+    assert!(html.body.contains("Redis calls per page"), "{}", html.body);
+    gate.open();
+    let summaries = [
+        finish_summary(serving, Duration::from_secs(120)),
+        finish_summary(other, Duration::from_secs(120)),
+    ];
+    let mut names: Vec<_> = summaries.iter().map(|s| s["process"].clone()).collect();
+    let mut listed: Vec<_> = rows.iter().map(|r| r["process"].clone()).collect();
+    names.sort_by_key(|v| v.to_string());
+    listed.sort_by_key(|v| v.to_string());
+    assert_eq!(names, listed);
+    let fetched: u64 = summaries
+        .iter()
+        .map(|s| s["fetched"].as_u64().unwrap())
+        .sum();
+    assert_eq!(fetched, PAGES as u64);
+    assert_eq!(forest.hits(), vec![1; PAGES]);
 }

@@ -492,10 +492,53 @@ fn log_tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(5)..].join(" | ")
 }
 
+/// Finds `program` on `PATH` for `test`, as [`RedisServer::start_or_skip`] finds its server:
+/// without it, `test` is [`skipped`] (with a loud notice) and `None` comes back, unless the
+/// `CI` variable is set, where a missing program is a failure. `install` says how to get it.
+///
+/// # Panics
+///
+/// Under `CI`, when the program is missing.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::testing::program_or_skip;
+///
+/// let Some(sh) = program_or_skip("doc example", "sh", "apt-get install dash") else { return };
+/// assert!(sh.is_file());
+/// ```
+pub fn program_or_skip(test: &str, program: &str, install: &str) -> Option<PathBuf> {
+    let found = env::var_os("PATH").and_then(|paths| {
+        env::split_paths(&paths)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+    });
+    if found.is_none() {
+        if env::var_os("CI").is_some() {
+            panic!("{test}: no {program} on PATH under CI; {install}");
+        }
+        skipped(test, &format!("no {program} on PATH ({install})"));
+    }
+    found
+}
+
 /// Says that `test` was skipped and why: on stderr (shown with `--nocapture`) and, when the
 /// environment names a file in `URL_DEDUP_SKIP_LOG`, as one line appended to it, so the
 /// project's test command can count the skips that the test harness hides.
-pub(crate) fn skipped(test: &str, why: &str) {
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::testing::skipped;
+///
+/// // A test that needs the root directory, which every machine has.
+/// if !std::path::Path::new("/").is_dir() {
+///     skipped("doc example", "no root directory");
+///     return;
+/// }
+/// ```
+pub fn skipped(test: &str, why: &str) {
     eprintln!("\n!!!!!!!! SKIPPED {test}: {why}\n");
     if let Some(path) = env::var_os("URL_DEDUP_SKIP_LOG") {
         let file = std::fs::OpenOptions::new()

@@ -22,6 +22,7 @@ use crate::done::{DoneFigures, Verdict};
 use crate::error::CrawlError;
 use crate::fetch::Validators;
 use crate::job::Job;
+use crate::monitor::{CrawlView, ProcessRow};
 use crate::template::Lineage;
 
 /// What [`Backend::take`] found.
@@ -158,4 +159,17 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Figures for the summary and the status page.
     fn report(&self) -> impl Future<Output = BackendReport> + Send;
+
+    /// Publishes this process's row of the status page for the crawl's other processes and,
+    /// when `look`, returns what the status page shows of the whole crawl. Best effort: a
+    /// failure leaves the page with this process's figures only, never stops the crawl.
+    fn crawl_view(&self, mine: ProcessRow, look: bool) -> impl Future<Output = CrawlView> + Send {
+        let _ = look;
+        async move {
+            CrawlView {
+                processes: vec![mine],
+                queued: None,
+            }
+        }
+    }
 }

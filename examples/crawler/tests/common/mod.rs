@@ -397,22 +397,141 @@ pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) {
 
 /// One HTTP/1.1 request to `addr`; the status code and the body.
 pub fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
+    let a = request(addr, method, path, addr, &[], "");
+    (a.status, a.body)
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    /// Header lines, names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request to `addr` naming `host` in `Host`, with `headers` and `body`.
+pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    )
-    .unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.write_all(head.as_bytes()).unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
-    let status = text
-        .split(' ')
-        .nth(1)
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    (status, body)
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// A crawler's status page: where it is served and the run's token.
+#[derive(Debug, Clone)]
+pub struct StatusPage {
+    pub addr: String,
+    pub token: String,
+    pub token_file: PathBuf,
+}
+
+impl StatusPage {
+    /// Waits for the crawler's announcement on its standard error:
+    /// `status page: http://ADDR/ (token for changes: TOKEN, also in FILE)`.
+    pub fn announced(stderr: &mut Lines) -> Self {
+        let line = stderr.wait_for("status page: http://", Duration::from_secs(60));
+        let rest = line.split("http://").nth(1).unwrap();
+        let (addr, rest) = rest.split_once('/').unwrap();
+        let token = rest.split("token for changes: ").nth(1).unwrap();
+        let (token, file) = token.split_once(", also in ").unwrap();
+        Self {
+            addr: addr.to_owned(),
+            token: token.to_owned(),
+            token_file: PathBuf::from(file.trim_end_matches(')')),
+        }
+    }
+
+    /// The page served on `addr` by the process writing to `out`, its token read from the
+    /// `status-token*` file there (waited for).
+    pub fn in_dir(addr: &str, out: &Path) -> Self {
+        let mut found = None;
+        wait_until(Duration::from_secs(60), || {
+            found = std::fs::read_dir(out).ok().and_then(|entries| {
+                entries.filter_map(Result::ok).map(|e| e.path()).find(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("status-token")
+                })
+            });
+            found
+                .as_ref()
+                .is_some_and(|f| std::fs::read_to_string(f).is_ok_and(|t| t.ends_with('\n')))
+        });
+        let token_file = found.unwrap();
+        Self {
+            addr: addr.to_owned(),
+            token: std::fs::read_to_string(&token_file)
+                .unwrap()
+                .trim()
+                .to_owned(),
+            token_file,
+        }
+    }
+
+    /// A GET as a browser of this page sends it.
+    pub fn get(&self, path: &str) -> Answer {
+        request(&self.addr, "GET", path, &self.addr, &[], "")
+    }
+
+    /// `/status.json`, which must answer.
+    pub fn status(&self) -> serde_json::Value {
+        let a = self.get("/status.json");
+        assert_eq!(a.status, 200, "{}", a.body);
+        serde_json::from_str(&a.body).unwrap()
+    }
+
+    /// `POST /rate?pages_per_sec=VALUE` with the token, as a command-line client sends it.
+    pub fn set_rate(&self, value: &str) -> Answer {
+        let bearer = format!("Bearer {}", self.token);
+        request(
+            &self.addr,
+            "POST",
+            &format!("/rate?pages_per_sec={value}"),
+            &self.addr,
+            &[("Authorization", &bearer)],
+            "",
+        )
+    }
 }
 
 pub fn temp_out() -> (tempfile::TempDir, PathBuf) {

@@ -21,6 +21,7 @@
 //! * **Stop flag**: `crawler --redis URL --crawl-name NAME --stop` sets a key; every process
 //!   sees it within a heartbeat, finishes its fetches in flight and leaves.
 
+mod console;
 mod coordination;
 mod periods;
 mod record;
@@ -699,6 +700,14 @@ impl Backend for SharedBackend {
                 "redis_calls_per_page": calls,
             }),
         }
+    }
+
+    async fn crawl_view(
+        &self,
+        mine: crate::monitor::ProcessRow,
+        look: bool,
+    ) -> crate::monitor::CrawlView {
+        console::view(self, mine, look).await
     }
 }
 
