@@ -107,11 +107,11 @@ fn the_status_page_renders_in_a_browser() {
         .spawn()
         .unwrap();
     let page = StatusPage::announced(&mut Lines::new(child.stderr.take().unwrap()));
-    // Everything but the held page is fetched (10 answers and a refusal), and the history
-    // has enough samples to draw lines.
+    // Everything but the held page is fetched (9 answers, the 500 after its retries, and a
+    // refusal: 4 errors with the two 404s), and the history has enough samples to draw lines.
     common::wait_until(Duration::from_secs(120), || {
         let s = page.status();
-        s["fetched"] == 9 && s["errors"] == 1 && s["history"].as_array().unwrap().len() >= 3
+        s["fetched"] == 9 && s["errors"] == 4 && s["history"].as_array().unwrap().len() >= 3
     });
     let url = format!("http://{}/", page.addr);
     let shot: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
@@ -166,7 +166,12 @@ fn the_status_page_renders_in_a_browser() {
     }
     assert!(hosts.contains("127.0.0.1:1<"), "{hosts}");
     let errors = table("errors");
-    for what in ["HTTP 404", "HTTP 500", "fetch-failed"] {
+    for what in [
+        "404 Not Found",
+        "500 Internal Server Error",
+        "http-error",
+        "fetch-failed",
+    ] {
         assert!(errors.contains(what), "{what}: {errors}");
     }
     assert!(

@@ -282,7 +282,8 @@ impl Monitor {
             process: self.process.clone(),
             status_page: self.served_at.get().map(|a| format!("http://{a}/")),
             fetched: load(&c.fetched),
-            errors: load(&c.errors) + lock(&self.tally).error_responses(),
+            // A 4xx or 5xx answer is an error of the skip report (`http-error`) already.
+            errors: load(&c.errors),
             bytes: load(&c.bytes),
             queued: load(&c.queued),
             pages_per_sec: lock(&self.history).recent_rate(),

@@ -174,7 +174,8 @@ pub(crate) fn render(s: &Status) -> String {
 }
 
 fn cards(s: &Status) -> String {
-    let errors = s.errors + s.error_responses;
+    // Failed fetches and 4xx/5xx answers (`http-error`) are counted once, in `errors`.
+    let errors = s.errors;
     let queue = s.queue.map_or("not known".to_owned(), thousands);
     let cards = [
         (
@@ -204,8 +205,8 @@ fn cards(s: &Status) -> String {
             "errors",
             thousands(errors),
             format!(
-                "{} failed, {} 4xx/5xx",
-                thousands(s.errors),
+                "{} without an answer, {} 4xx/5xx",
+                thousands(s.errors.saturating_sub(s.error_responses)),
                 thousands(s.error_responses)
             ),
             errors > 0,
@@ -277,7 +278,7 @@ fn charts(s: &Status) -> String {
         ),
         (
             "Errors so far",
-            thousands(s.errors + s.error_responses),
+            thousands(s.errors),
             Series {
                 name: "errors",
                 points: errors,
