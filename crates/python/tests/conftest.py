@@ -31,6 +31,24 @@ def redis_server():
     server.stop()
 
 
+PASSWORD = "p@ss:w/rd"
+"""The password of ``password_redis``: the characters a URL's userinfo gives a meaning to."""
+
+
+@pytest.fixture(scope="session")
+def password_redis_server():
+    server = RedisServer(password=PASSWORD)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def password_redis(password_redis_server) -> RedisServer:
+    """A redis-server that wants ``PASSWORD`` (on loopback and a Unix socket), emptied."""
+    password_redis_server.client().flushall()
+    return password_redis_server
+
+
 @pytest.fixture
 def redis_url(redis_server) -> str:
     redis_server.client().flushall()

@@ -55,6 +55,7 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.request import RequestFingerprinter, referer_str
 
 from url_dedup import Outcome, UrlDedup
+from url_dedup._redis_settings import client_for_url, filter_redis, redacted
 from url_dedup.errors import InvalidUrlError
 
 if TYPE_CHECKING:
@@ -308,6 +309,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         keys: _RequestKeys | None = None,
         options: dict[str, Any] | None = None,
         debug: bool = False,
+        server: Any = None,
     ) -> None:
         self.keys = keys or _RequestKeys("url", "crawler", None)
         options = dict(options or {"false_positive_rate": _DEFAULT_FPR})
@@ -317,7 +319,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         self.other_key = f"{prefix}:other"
         self.debug = debug
         self.dedup = UrlDedup(redis=redis_url, redis_prefix=prefix, **options)
-        self._server: Any = None
+        self._server: Any = server
         if self.dedup.created_shared_filter:
             # A persisted crawl that finds no filter is looking at a Redis that lost it: every
             # request is new again, which must not go unsaid.
@@ -325,7 +327,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
                 "Created the shared filter %(prefix)s in %(redis)s, empty: if an earlier run "
                 "used it, Redis has lost what it saw (restarted without persistence?) and its "
                 "requests will be fetched again",
-                {"prefix": prefix, "redis": redis_url},
+                {"prefix": prefix, "redis": redacted(redis_url)},
             )
 
     @classmethod
@@ -349,12 +351,14 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         fingerprinter = getattr(crawler, "request_fingerprinter", None)
         keys = _RequestKeys.from_settings(settings, "url", fingerprinter)
         prefix = settings.get("URL_DEDUP_REDIS_PREFIX", "%(spider)s:url-dedup")
+        url, server = filter_redis(settings)
         return cls(
-            redis_url(settings),
+            url,
             prefix % {"spider": spider_name},
             keys=keys,
             options=keys.dedup_options(settings),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
+            server=server,
         )
 
     def request_seen(self, request: Request) -> bool:
@@ -387,26 +391,15 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
     def server(self) -> Any:
         """A redis-py client of the same Redis, for the set of other keys and for clearing."""
         if self._server is None:
-            import redis
-
-            self._server = redis.Redis.from_url(self.redis_url)
+            self._server = client_for_url(self.redis_url)
         return self._server
 
 
 def redis_url(settings: BaseSettings) -> str:
-    """The Redis of the shared filter: ``URL_DEDUP_REDIS_URL``, else scrapy-redis's
-    ``REDIS_URL``, else ``REDIS_HOST``, ``REDIS_PORT`` and ``REDIS_PARAMS`` (``db``,
-    ``password``, ``username``) as scrapy-redis reads them."""
-    url = settings.get("URL_DEDUP_REDIS_URL") or settings.get("REDIS_URL")
-    if url:
-        return str(url)
-    host = settings.get("REDIS_HOST", "localhost")
-    port = settings.getint("REDIS_PORT", 6379)
-    params = settings.getdict("REDIS_PARAMS")
-    auth = ""
-    if params.get("password"):
-        auth = f"{params.get('username', '')}:{params['password']}@"
-    return f"redis://{auth}{host}:{port}/{int(params.get('db', 0))}"
+    """The Redis of the shared filter, as a URL: ``URL_DEDUP_REDIS_URL``, else the server,
+    database and credentials scrapy-redis's scheduler connects to (``REDIS_URL``,
+    ``REDIS_HOST``, ``REDIS_PORT``, ``REDIS_DB`` and ``REDIS_PARAMS``, as redis-py reads them)."""
+    return filter_redis(settings)[0]
 
 
 def _hash_key(text: str | None) -> bytes | None:
