@@ -98,3 +98,39 @@ def test_logged_urls_hide_the_password(url, shown):
     from url_dedup._redis_settings import redacted
 
     assert redacted(url) == shown
+
+
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        pytest.param({}, "site:dupefilter", id="scrapy-redis-default"),
+        pytest.param({"SCHEDULER_DUPEFILTER_KEY": "seen:%(spider)s"}, "seen:site", id="set"),
+    ],
+)
+def test_the_filter_lives_at_scheduler_dupefilter_key(site, redis_url, redis_server, extra, key):
+    from url_dedup import Outcome, UrlDedup
+
+    settings = {**redis_settings(redis_url, ""), **extra}
+    del settings["URL_DEDUP_REDIS_PREFIX"]
+    crawl_ok(settings, [site.url("a/0")])
+    fetched = site.fetched()
+    assert fetched
+    client = redis_server.client()
+    assert client.exists(f"{key}:meta")
+    assert not client.keys("*url-dedup*")
+    # What the crawl admitted is in the filter at that key.
+    seen = UrlDedup(redis=redis_url, redis_prefix=key)
+    assert {seen.check_and_insert(site.url(p)) for p in fetched} == {Outcome.DUPLICATE}
+
+
+def test_url_dedup_redis_prefix_wins_over_scheduler_dupefilter_key(redis_url):
+    from scrapy.settings import Settings
+
+    from url_dedup.scrapy import RedisDupeFilter
+
+    both = {"REDIS_URL": redis_url, "SCHEDULER_DUPEFILTER_KEY": "theirs:%(spider)s"}
+    f = RedisDupeFilter._from_settings(Settings(both), "site", None)
+    assert f.prefix == "theirs:site"
+    both["URL_DEDUP_REDIS_PREFIX"] = "ours:%(spider)s"
+    f = RedisDupeFilter._from_settings(Settings(both), "site", None)
+    assert f.prefix == "ours:site"

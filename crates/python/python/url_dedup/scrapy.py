@@ -35,7 +35,8 @@ Settings (all optional):
 ``URL_DEDUP_REDIS_URL``               Redis of the shared filter (default: scrapy-redis's
                                       ``REDIS_URL``, or ``REDIS_HOST``/``REDIS_PORT``)
 ``URL_DEDUP_REDIS_PREFIX``            key prefix of the shared filter, ``%(spider)s`` replaced by
-                                      the spider's name (default ``"%(spider)s:url-dedup"``)
+                                      the spider's name (default: scrapy-redis's
+                                      ``SCHEDULER_DUPEFILTER_KEY``, ``"%(spider)s:dupefilter"``)
 ``URL_DEDUP_HASH_KEY``                32 hex digits keying the filter's hashes (default: random;
                                       a shared filter created with a key keeps it out of Redis,
                                       and every process sharing it must give the same one)
@@ -79,6 +80,10 @@ resumes from snapshot plus journal, as Scrapy's own ``requests.seen`` is appende
 # keys (fingerprints of URLs the canonicalizer refused) to the set beside it.
 _RECORD = struct.Struct(">BI")
 _FILTER, _OTHER = 0, 1
+
+DEFAULT_PREFIX = "%(spider)s:dupefilter"
+"""The shared filter's key prefix when neither ``URL_DEDUP_REDIS_PREFIX`` nor
+``SCHEDULER_DUPEFILTER_KEY`` is set: scrapy-redis's default key of its own filter."""
 
 _DEFAULT_FPR = 1e-6
 _DEFAULT_EXPECTED = 1_000_000
@@ -296,6 +301,10 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
     new. Keyed on the canonical URL by default, so Rust crawler processes and
     ``url-dedup --redis`` with the same prefix share it too.
 
+    Its keys start with scrapy-redis's ``SCHEDULER_DUPEFILTER_KEY`` (default
+    ``"%(spider)s:dupefilter"``), or ``URL_DEDUP_REDIS_PREFIX`` when that is set: ``PREFIX:meta``,
+    the data keys ``PREFIX:N`` and the set ``PREFIX:other``.
+
     The scheduler clears the filter when the spider closes unless ``SCHEDULER_PERSIST`` is
     True, as scrapy-redis does with its own set: set it when several processes share a crawl,
     or the first to finish clears the filter under the others.
@@ -350,7 +359,12 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
     ) -> RedisDupeFilter:
         fingerprinter = getattr(crawler, "request_fingerprinter", None)
         keys = _RequestKeys.from_settings(settings, "url", fingerprinter)
-        prefix = settings.get("URL_DEDUP_REDIS_PREFIX", "%(spider)s:url-dedup")
+        # Where scrapy-redis keeps its own filter, unless our own setting says otherwise.
+        prefix = (
+            settings.get("URL_DEDUP_REDIS_PREFIX")
+            or settings.get("SCHEDULER_DUPEFILTER_KEY")
+            or DEFAULT_PREFIX
+        )
         url, server = filter_redis(settings)
         return cls(
             url,
