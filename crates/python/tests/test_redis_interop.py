@@ -147,15 +147,18 @@ def test_a_shared_filter_says_who_created_it(redis_url, redis_server, caplog):
     assert UrlDedup(redis=redis_url, redis_prefix="made").created_shared_filter is True
     assert UrlDedup(redis=redis_url, redis_prefix="made").created_shared_filter is False
 
-    # A persisted Scrapy crawl whose Redis lost its data between runs says so.
-    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
+    # A first start is told at INFO; one that finds signs of an earlier run warns.
+    with caplog.at_level("INFO", logger="url_dedup.scrapy"):
         RedisDupeFilter(redis_url, "crawl")
+    assert [r.levelname for r in caplog.records] == ["INFO"]
     assert "Created the shared filter crawl" in caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
-        RedisDupeFilter(redis_url, "crawl")
+    with caplog.at_level("INFO", logger="url_dedup.scrapy"):
+        RedisDupeFilter(redis_url, "crawl", earlier_run=lambda: ["a test says so"])
     assert caplog.text == ""
     redis_server.client().flushall()
-    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
-        RedisDupeFilter(redis_url, "crawl")
+    with caplog.at_level("INFO", logger="url_dedup.scrapy"):
+        RedisDupeFilter(redis_url, "crawl", earlier_run=lambda: ["a test says so"])
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
     assert "Created the shared filter crawl" in caplog.text
+    assert "a test says so" in caplog.text

@@ -50,10 +50,22 @@ def test_a_paused_crawl_resumes_without_fetching_a_page_again(site, tmp_path, se
 
 def test_the_state_lives_in_jobdir(site, tmp_path):
     job = tmp_path / "job"
-    crawl_ok({"DUPEFILTER_CLASS": OURS, "JOBDIR": str(job)}, [site.url("a/0")])
+    log = crawl_ok({"DUPEFILTER_CLASS": OURS, "JOBDIR": str(job)}, [site.url("a/0")])
+    assert "[url_dedup.scrapy] WARNING" not in log
     assert (job / "url-dedup.state").stat().st_size > 0
     # Everything was folded into the state at close.
     assert (job / "url-dedup.journal").stat().st_size == 0
+
+
+def test_a_jobdir_of_another_dupefilter_is_a_warning(site, tmp_path):
+    """A crawl paused under Scrapy's own dupefilter and resumed under ours: the requests it
+    saw are not in our state, which must not go unsaid."""
+    settings = {"JOBDIR": str(tmp_path / "job"), "CONCURRENT_REQUESTS": "1"}
+    start = [site.url("a/0")]
+    crawl_ok({**settings, "DUPEFILTER_CLASS": SCRAPY, "CLOSESPIDER_PAGECOUNT": "10"}, start)
+    log = crawl_ok({**settings, "DUPEFILTER_CLASS": OURS}, start)
+    (warning,) = [line for line in log.splitlines() if "[url_dedup.scrapy] WARNING" in line]
+    assert "requests.seen exists" in warning
 
 
 def test_a_journal_left_by_a_killed_crawl_is_replayed(site, tmp_path):

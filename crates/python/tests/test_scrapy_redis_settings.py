@@ -134,3 +134,46 @@ def test_url_dedup_redis_prefix_wins_over_scheduler_dupefilter_key(redis_url):
     both["URL_DEDUP_REDIS_PREFIX"] = "ours:%(spider)s"
     f = RedisDupeFilter._from_settings(Settings(both), "site", None)
     assert f.prefix == "ours:site"
+
+
+def url_dedup_log(log: str, level: str) -> list[str]:
+    """The lines url_dedup.scrapy logged at ``level`` in a Scrapy log."""
+    return [line for line in log.splitlines() if f"[url_dedup.scrapy] {level}:" in line]
+
+
+def test_a_first_start_says_it_created_the_filter_without_a_warning(site, redis_url):
+    log = crawl_ok(redis_settings(redis_url, "%(spider)s:seen"), [site.url("a/0")])
+    assert url_dedup_log(log, "WARNING") == []
+    (created,) = url_dedup_log(log, "INFO")
+    assert "Created the shared filter site:seen" in created
+
+
+def test_a_persisted_queue_without_its_filter_is_a_warning(site, redis_url, redis_server):
+    """A crawl paused under scrapy-redis's own dupefilter, resumed under ours: the queue holds
+    requests the new filter never saw."""
+    settings = redis_settings(redis_url, "", DUPEFILTER_CLASS="scrapy_redis.dupefilter.RFPDupeFilter")
+    del settings["URL_DEDUP_REDIS_PREFIX"]
+    crawl_ok({**settings, "CLOSESPIDER_PAGECOUNT": "10", "CONCURRENT_REQUESTS": "1"},
+             [site.url("a/0")])
+    client = redis_server.client()
+    assert client.exists("site:requests") and client.type("site:dupefilter") == b"set"
+    log = crawl_ok({**settings, "DUPEFILTER_CLASS": "url_dedup.scrapy.RedisDupeFilter"},
+                   [site.url("a/0")])
+    (warning,) = url_dedup_log(log, "WARNING")
+    assert "Created the shared filter site:dupefilter" in warning
+    assert "site:requests holds requests" in warning
+    assert "the key site:dupefilter holds another dupefilter's data" in warning
+
+
+def test_an_earlier_run_in_jobdir_is_a_warning(redis_url, tmp_path, caplog):
+    from scrapy.settings import Settings
+
+    from url_dedup.scrapy import RedisDupeFilter
+
+    (tmp_path / "spider.state").write_bytes(b"")
+    settings = Settings({"REDIS_URL": redis_url, "JOBDIR": str(tmp_path)})
+    with caplog.at_level("INFO", logger="url_dedup.scrapy"):
+        RedisDupeFilter._from_settings(settings, "site", None)
+    (record,) = caplog.records
+    assert record.levelname == "WARNING"
+    assert f"{tmp_path / 'spider.state'} exists" in record.getMessage()

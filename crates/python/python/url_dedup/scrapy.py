@@ -49,14 +49,20 @@ import logging
 import os
 import struct
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.job import job_dir
+from scrapy.utils.misc import load_object
 from scrapy.utils.request import RequestFingerprinter, referer_str
 
 from url_dedup import Outcome, UrlDedup
-from url_dedup._redis_settings import client_for_url, filter_redis, redacted
+from url_dedup._redis_settings import (
+    client_for_url,
+    filter_redis,
+    redacted,
+    scrapy_redis_client,
+)
 from url_dedup.errors import InvalidUrlError
 
 if TYPE_CHECKING:
@@ -194,6 +200,14 @@ class DupeFilter(_Logging, BaseDupeFilter):
             self.dedup = UrlDedup.load(self.state_path, **options)
         else:
             self.dedup = UrlDedup(**options)
+            evidence = [] if self.journal_path.exists() else _earlier_run_in_jobdir(str(path))
+            if evidence:
+                self.logger.warning(
+                    "JOBDIR %(jobdir)s holds an earlier run (%(evidence)s) but no url-dedup "
+                    "state: was it run with another dupefilter? Requests it saw will be "
+                    "fetched again",
+                    {"jobdir": str(path), "evidence": "; ".join(evidence)},
+                )
         self._replay_journal()
 
     @classmethod
@@ -308,6 +322,12 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
     The scheduler clears the filter when the spider closes unless ``SCHEDULER_PERSIST`` is
     True, as scrapy-redis does with its own set: set it when several processes share a crawl,
     or the first to finish clears the filter under the others.
+
+    The process that creates the filter says so at INFO, or with a WARNING when
+    ``earlier_run()`` (asked only then) names traces of an earlier run: from the settings,
+    requests scrapy-redis persisted in its queue, another dupefilter's key at the prefix, or
+    an earlier run's state in ``JOBDIR``. ``server`` is a redis-py client of the same Redis
+    (default: one made from ``redis_url``).
     """
 
     def __init__(
@@ -319,6 +339,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         options: dict[str, Any] | None = None,
         debug: bool = False,
         server: Any = None,
+        earlier_run: Callable[[], list[str]] | None = None,
     ) -> None:
         self.keys = keys or _RequestKeys("url", "crawler", None)
         options = dict(options or {"false_positive_rate": _DEFAULT_FPR})
@@ -330,14 +351,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         self.dedup = UrlDedup(redis=redis_url, redis_prefix=prefix, **options)
         self._server: Any = server
         if self.dedup.created_shared_filter:
-            # A persisted crawl that finds no filter is looking at a Redis that lost it: every
-            # request is new again, which must not go unsaid.
-            self.logger.warning(
-                "Created the shared filter %(prefix)s in %(redis)s, empty: if an earlier run "
-                "used it, Redis has lost what it saw (restarted without persistence?) and its "
-                "requests will be fetched again",
-                {"prefix": prefix, "redis": redacted(redis_url)},
-            )
+            self._report_creation(earlier_run() if earlier_run else [])
 
     @classmethod
     def from_spider(cls, spider: Spider) -> RedisDupeFilter:
@@ -365,14 +379,37 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
             or settings.get("SCHEDULER_DUPEFILTER_KEY")
             or DEFAULT_PREFIX
         )
+        prefix %= {"spider": spider_name}
         url, server = filter_redis(settings)
+
+        def earlier_run() -> list[str]:
+            return _earlier_run_in_jobdir(job_dir(settings)) + _earlier_run_in_redis(
+                settings, spider_name, prefix, server
+            )
+
         return cls(
             url,
-            prefix % {"spider": spider_name},
+            prefix,
             keys=keys,
             options=keys.dedup_options(settings),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
             server=server,
+            earlier_run=earlier_run,
+        )
+
+    def _report_creation(self, evidence: list[str]) -> None:
+        """Says that this process created the shared filter: news on a first start, a
+        warning when ``evidence`` shows an earlier run, whose requests will be fetched again."""
+        args = {"prefix": self.prefix, "redis": redacted(self.redis_url)}
+        if not evidence:
+            self.logger.info("Created the shared filter %(prefix)s in %(redis)s", args)
+            return
+        self.logger.warning(
+            "Created the shared filter %(prefix)s in %(redis)s, empty, but an earlier run left "
+            "traces (%(evidence)s): the filter it used is gone (Redis restarted without "
+            "persistence, another prefix or dupefilter?) and requests it saw will be fetched "
+            "again",
+            {**args, "evidence": "; ".join(evidence)},
         )
 
     def request_seen(self, request: Request) -> bool:
@@ -414,6 +451,55 @@ def redis_url(settings: BaseSettings) -> str:
     database and credentials scrapy-redis's scheduler connects to (``REDIS_URL``,
     ``REDIS_HOST``, ``REDIS_PORT``, ``REDIS_DB`` and ``REDIS_PARAMS``, as redis-py reads them)."""
     return filter_redis(settings)[0]
+
+
+def _earlier_run_in_jobdir(jobdir: str | None) -> list[str]:
+    """What an earlier run of a crawl left in its ``JOBDIR``: Scrapy's own dupefilter's
+    fingerprints, the spider's state, the scheduler's queue."""
+    if not jobdir:
+        return []
+    found = [
+        f"{path} exists"
+        for path in (Path(jobdir, "requests.seen"), Path(jobdir, "spider.state"))
+        if path.exists()
+    ]
+    queue = Path(jobdir, "requests.queue")
+    if queue.is_dir() and any(queue.iterdir()):
+        found.append(f"{queue} holds requests")
+    return found
+
+
+def _earlier_run_in_redis(
+    settings: BaseSettings, spider_name: str, prefix: str, server: Any
+) -> list[str]:
+    """What an earlier run of a scrapy-redis crawl left in Redis: requests its scheduler
+    persisted (``SCHEDULER_PERSIST``), another dupefilter's data at the filter's key."""
+    if settings.getbool("SCHEDULER_FLUSH_ON_START"):
+        return []  # the scheduler empties queue and filter: a fresh start by request
+    found = []
+    if _uses_scrapy_redis_scheduler(settings):
+        from scrapy_redis import defaults
+
+        queue = settings.get("SCHEDULER_QUEUE_KEY") or defaults.SCHEDULER_QUEUE_KEY
+        queue %= {"spider": spider_name}
+        # The scheduler's Redis, which URL_DEDUP_REDIS_URL may have made another one.
+        if scrapy_redis_client(settings).exists(queue):
+            found.append(f"scrapy-redis's queue {queue} holds requests")
+    if server.exists(prefix):
+        found.append(f"the key {prefix} holds another dupefilter's data")
+    return found
+
+
+def _uses_scrapy_redis_scheduler(settings: BaseSettings) -> bool:
+    """Whether ``SCHEDULER`` is scrapy-redis's scheduler or a subclass of it."""
+    try:
+        from scrapy_redis.scheduler import Scheduler
+    except ImportError:
+        return False
+    configured = settings.get("SCHEDULER")
+    if isinstance(configured, str):
+        configured = load_object(configured)
+    return isinstance(configured, type) and issubclass(configured, Scheduler)
 
 
 def _hash_key(text: str | None) -> bytes | None:
