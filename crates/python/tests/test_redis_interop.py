@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import BASE_SETTINGS, PYTHON, SPIDER, crawl_ok
+from conftest import crawl_ok, finish, scrapy_process
 from processes import cargo_binary, start
 
 
@@ -22,26 +22,6 @@ def redis_settings(redis_url: str, prefix: str, **extra: str) -> dict[str, str]:
         "SCHEDULER_PERSIST": "True",
         **extra,
     }
-
-
-def scrapy_process(settings: dict[str, str], start_urls: list[str]) -> subprocess.Popen:
-    args = [PYTHON, "-m", "scrapy", "runspider", str(SPIDER), "-a", "start=" + ",".join(start_urls)]
-    for name, value in {**BASE_SETTINGS, **settings}.items():
-        args += ["-s", f"{name}={value}"]
-    return start(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=SPIDER.parent)
-
-
-def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise AssertionError(err.decode(errors="replace")[-4000:]) from None
-    log = err.decode(errors="replace")
-    assert proc.returncode == 0, log[-4000:]
-    assert "Traceback" not in log, log[-6000:]
-    return log
 
 
 def test_scrapy_redis_crawl_fetches_every_page_once(site, redis_url):

@@ -82,6 +82,10 @@ JOURNAL_FILE = "url-dedup.journal"
 """Keys admitted since the snapshot, in ``JOBDIR``: a crawl killed before it could save
 resumes from snapshot plus journal, as Scrapy's own ``requests.seen`` is appended per request."""
 
+OPEN_FILE = "url-dedup.open"
+"""Present in ``JOBDIR`` while a crawl uses it: one found at the start means the last crawl
+did not close (it was killed), and Scrapy lost the requests it had queued."""
+
 # A journal record: kind, key length, key. Kind FILTER keys went to the filter, kind OTHER
 # keys (fingerprints of URLs the canonicalizer refused) to the set beside it.
 _RECORD = struct.Struct(">BI")
@@ -190,12 +194,21 @@ class DupeFilter(_Logging, BaseDupeFilter):
         self.other: set[bytes] = set()
         self.journal: BinaryIO | None = None
         self.journal_bytes = 0
-        self.state_path = self.journal_path = None
+        self.state_path = self.journal_path = self.open_path = None
         if path is None:
             self.dedup = UrlDedup(**options)
             return
         self.state_path = Path(path, STATE_FILE)
         self.journal_path = Path(path, JOURNAL_FILE)
+        self.open_path = Path(path, OPEN_FILE)
+        if not _create_new(self.open_path):
+            self.logger.warning(
+                "The last crawl in JOBDIR %(jobdir)s did not close (killed?): Scrapy saves "
+                "its request queue only when the spider closes, so the requests it had queued "
+                "are lost, and this filter, which saw them, will not let them be fetched. "
+                "Start with an empty JOBDIR to crawl them",
+                {"jobdir": str(path)},
+            )
         if self.state_path.exists():
             self.dedup = UrlDedup.load(self.state_path, **options)
         else:
@@ -253,6 +266,8 @@ class DupeFilter(_Logging, BaseDupeFilter):
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+        if self.open_path is not None:
+            self.open_path.unlink(missing_ok=True)
 
     def _journal(self, kind: int, key: bytes) -> None:
         if self.journal is None:
@@ -270,7 +285,7 @@ class DupeFilter(_Logging, BaseDupeFilter):
         self.dedup.save(self.state_path)
         if self.journal is not None:
             self.journal.close()
-        self.journal = self.journal_path.open("wb")
+        self.journal = _open_private(self.journal_path, truncate=True)
         self.journal_bytes = 0
         for key in self.other:
             self._append(_OTHER, key)
@@ -284,7 +299,8 @@ class DupeFilter(_Logging, BaseDupeFilter):
 
     def _replay_journal(self) -> None:
         assert self.journal_path is not None
-        data = self.journal_path.read_bytes() if self.journal_path.exists() else b""
+        journal = _open_private(self.journal_path)
+        data = journal.read()
         filtered: list[bytes] = []
         pos = 0
         while pos + _RECORD.size <= len(data):
@@ -299,9 +315,9 @@ class DupeFilter(_Logging, BaseDupeFilter):
                 filtered.append(key)
         self.dedup.check_and_insert_batch_bytes(filtered)
         # Appending to a torn record would garble everything after it: start clean.
-        self.journal = self.journal_path.open("r+b" if self.journal_path.exists() else "wb")
-        self.journal.truncate(pos)
-        self.journal.seek(pos)
+        journal.truncate(pos)
+        journal.seek(pos)
+        self.journal = journal
         self.journal_bytes = pos
 
 
@@ -451,6 +467,24 @@ def redis_url(settings: BaseSettings) -> str:
     database and credentials scrapy-redis's scheduler connects to (``REDIS_URL``,
     ``REDIS_HOST``, ``REDIS_PORT``, ``REDIS_DB`` and ``REDIS_PARAMS``, as redis-py reads them)."""
     return filter_redis(settings)[0]
+
+
+def _open_private(path: Path, truncate: bool = False) -> BinaryIO:
+    """``path`` opened for reading and writing, created readable by its owner only; a
+    symbolic link there is an error (``OSError``), never followed."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags | (os.O_TRUNC if truncate else 0), 0o600)
+    return os.fdopen(fd, "r+b")
+
+
+def _create_new(path: Path) -> bool:
+    """Creates the empty file ``path`` (owner only); False if something is there already."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        os.close(os.open(path, flags, 0o600))
+    except FileExistsError:
+        return False
+    return True
 
 
 def _earlier_run_in_jobdir(jobdir: str | None) -> list[str]:
