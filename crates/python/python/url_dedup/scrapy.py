@@ -2,8 +2,8 @@
 request fingerprints.
 
 * :class:`DupeFilter` (``DUPEFILTER_CLASS = "url_dedup.scrapy.DupeFilter"``) for plain Scrapy.
-  With ``JOBDIR`` its state is kept there, as Scrapy keeps ``requests.seen``, so a paused and
-  resumed crawl does not fetch a page again.
+  With ``JOBDIR`` its state is kept there, as Scrapy keeps ``requests.seen``, so a crawl
+  paused cleanly and resumed does not fetch a page again.
 * :class:`RedisDupeFilter` for scrapy-redis's scheduler: the filter lives in Redis and every
   process naming the same prefix (Scrapy processes, the Rust crawler, ``url-dedup --redis``)
   shares it, each request admitted by exactly one of them.
@@ -32,8 +32,9 @@ Settings (all optional):
 ``URL_DEDUP_FILTER``                  ``"growing"`` (default), ``"segmented"``, ``"classic"``,
                                       ``"exact"`` (no false positives, 19-39 bytes a request)
 ``URL_DEDUP_ACCEPT_CONFIG_CHANGE``    resume a ``JOBDIR`` state saved under other settings
-``URL_DEDUP_REDIS_URL``               Redis of the shared filter (default: scrapy-redis's
-                                      ``REDIS_URL``, or ``REDIS_HOST``/``REDIS_PORT``)
+``URL_DEDUP_REDIS_URL``               Redis of the shared filter (default: scrapy-redis's, from
+                                      ``REDIS_URL``, ``REDIS_HOST``, ``REDIS_PORT``,
+                                      ``REDIS_DB`` and ``REDIS_PARAMS``)
 ``URL_DEDUP_REDIS_PREFIX``            key prefix of the shared filter, ``%(spider)s`` replaced by
                                       the spider's name (default: scrapy-redis's
                                       ``SCHEDULER_DUPEFILTER_KEY``, ``"%(spider)s:dupefilter"``)
@@ -80,7 +81,8 @@ STATE_FILE = "url-dedup.state"
 """The filter's snapshot in ``JOBDIR``."""
 JOURNAL_FILE = "url-dedup.journal"
 """Keys admitted since the snapshot, in ``JOBDIR``: a crawl killed before it could save
-resumes from snapshot plus journal, as Scrapy's own ``requests.seen`` is appended per request."""
+resumes its filter from snapshot plus journal, as Scrapy's own ``requests.seen`` is appended
+per request (Scrapy's queue is lost all the same, see :class:`DupeFilter`)."""
 
 OPEN_FILE = "url-dedup.open"
 """Present in ``JOBDIR`` while a crawl uses it: one found at the start means the last crawl
@@ -175,6 +177,10 @@ class DupeFilter(_Logging, BaseDupeFilter):
     filter is saved to ``JOBDIR/url-dedup.state`` when the spider closes (and each admitted key
     is appended to ``JOBDIR/url-dedup.journal`` in between, which is folded into the state
     whenever it outgrows it), and restored when the crawl resumes.
+
+    A crawl killed outright resumes with the filter but not with Scrapy's queue, which Scrapy
+    saves only when the spider closes: requests queued at the kill are never fetched, as with
+    Scrapy's own dupefilter. The next start warns (``JOBDIR/url-dedup.open`` is left behind).
     """
 
     def __init__(
