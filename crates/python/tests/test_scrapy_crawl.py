@@ -121,6 +121,9 @@ def test_a_state_saved_under_other_settings_is_refused(site, tmp_path):
     result = crawl({"DUPEFILTER_CLASS": OURS, "JOBDIR": job, "URL_DEDUP_KEY": "url"},
                    [site.url("a/0")])
     assert b"ConfigMismatchError" in result.stderr
+    # The refused start left no sign of a kill behind.
+    log = crawl_ok({"DUPEFILTER_CLASS": OURS, "JOBDIR": job}, [site.url("a/0")])
+    assert "[url_dedup.scrapy] WARNING" not in log
 
 
 @pytest.mark.parametrize("settings", KEYINGS[1:])

@@ -206,15 +206,6 @@ class DupeFilter(_Logging, BaseDupeFilter):
             return
         self.state_path = Path(path, STATE_FILE)
         self.journal_path = Path(path, JOURNAL_FILE)
-        self.open_path = Path(path, OPEN_FILE)
-        if not _create_new(self.open_path):
-            self.logger.warning(
-                "The last crawl in JOBDIR %(jobdir)s did not close (killed?): Scrapy saves "
-                "its request queue only when the spider closes, so the requests it had queued "
-                "are lost, and this filter, which saw them, will not let them be fetched. "
-                "Start with an empty JOBDIR to crawl them",
-                {"jobdir": str(path)},
-            )
         if self.state_path.exists():
             self.dedup = UrlDedup.load(self.state_path, **options)
         else:
@@ -228,6 +219,16 @@ class DupeFilter(_Logging, BaseDupeFilter):
                     {"jobdir": str(path), "evidence": "; ".join(evidence)},
                 )
         self._replay_journal()
+        # Made once the state is read: a start that fails leaves no false sign of a kill.
+        self.open_path = Path(path, OPEN_FILE)
+        if not _create_new(self.open_path):
+            self.logger.warning(
+                "The last crawl in JOBDIR %(jobdir)s did not close (killed?): Scrapy saves "
+                "its request queue only when the spider closes, so the requests it had queued "
+                "are lost, and this filter, which saw them, will not let them be fetched. "
+                "Start with an empty JOBDIR to crawl them",
+                {"jobdir": str(path)},
+            )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DupeFilter:
