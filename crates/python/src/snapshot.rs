@@ -2,33 +2,33 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use url_dedup::bloom::snapshot::Limits;
 use url_dedup::{Builder, Error, UrlDedup};
 
 /// Writes the state to `path` through a temporary file in the same directory, synced and
 /// renamed over the old one, so a crash or a full disk mid-write leaves the previous state
-/// file whole (a paused crawl must never resume from half a filter).
+/// file whole (a paused crawl must never resume from half a filter). The temporary file has a
+/// random name, is created anew (never through a link planted there) and readable by its
+/// owner only, as the state file it becomes.
 pub(crate) fn save(dedup: &UrlDedup, path: &Path) -> Result<(), Error> {
-    let tmp = temporary_path(path);
-    let written = (|| -> Result<(), Error> {
-        let mut out = BufWriter::new(File::create(&tmp)?);
-        dedup.write_to(&mut out)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
-    })();
-    if written.is_err() {
-        // Best effort: the error that matters is the one being returned.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp-");
+    // Removed on drop unless persisted: an error leaves nothing behind.
+    let tmp = tempfile::Builder::new().prefix(&name).tempfile_in(dir)?;
+    let mut out = BufWriter::new(tmp);
+    dedup.write_to(&mut out)?;
+    let tmp = out.into_inner().map_err(|e| e.into_error())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
     // The rename itself is durable once the directory is synced; not every filesystem lets a
     // directory be opened for that, and the state is whole either way.
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    if let Some(Ok(dir)) = dir.map(File::open) {
+    if let Ok(dir) = File::open(dir) {
         let _ = dir.sync_all();
     }
     Ok(())
@@ -57,10 +57,4 @@ pub(crate) fn from_bytes(builder: Builder, data: &[u8]) -> Result<UrlDedup, Erro
         max_payload_bytes: data.len() as u64,
     };
     builder.restore_with_limits(data, limits)
-}
-
-fn temporary_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp-{}", std::process::id()));
-    path.with_file_name(name)
 }

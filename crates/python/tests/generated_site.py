@@ -25,6 +25,10 @@ class Site:
         self.size, self.cross = size, cross
         self.lock = threading.Lock()
         self.hits: Counter[str] = Counter()
+        # hold(): a page whose request waits for release(), and the event of its arrival.
+        self.held: str | None = None
+        self.arrived = threading.Event()
+        self.released = threading.Event()
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,6 +39,9 @@ class Site:
                     return
                 with site.lock:
                     site.hits[page] += 1
+                if page == site.held:
+                    site.arrived.set()
+                    site.released.wait()
                 body = site.render(page).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -100,6 +107,19 @@ class Site:
         with self.lock:
             self.hits.clear()
 
+    def hold(self, page: str) -> threading.Event:
+        """Makes requests of ``page`` wait until :meth:`release`; the event returned is set
+        when the first arrives, so a test can act while a crawl is surely mid-way."""
+        self.held = page
+        self.arrived.clear()
+        self.released.clear()
+        return self.arrived
+
+    def release(self) -> None:
+        self.held = None
+        self.released.set()
+
     def close(self) -> None:
+        self.release()
         self.server.shutdown()
         self.server.server_close()

@@ -50,18 +50,23 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """A throwaway redis-server on a free loopback port that keeps nothing on disk."""
+    """A throwaway redis-server on a free loopback port that keeps nothing on disk; with
+    ``password``, clients must give it (``requirepass``), and it also listens on the Unix
+    socket ``self.socket``."""
 
-    def __init__(self) -> None:
+    def __init__(self, password: str | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is missing: run bash scripts/install-test-deps.sh")
+        self.password = password
         self.dir = tempfile.mkdtemp(prefix="url-dedup-redis-")
+        self.socket = str(Path(self.dir, "redis.sock"))
+        extra = ["--requirepass", password, "--unixsocket", self.socket] if password else []
         for _attempt in range(20):
             self.port = free_port()
             self.proc = start(
                 [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", self.dir],
+                 "--appendonly", "no", "--dir", self.dir, *extra],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
@@ -83,7 +88,8 @@ class RedisServer:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
                     s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
+                    # A server that wants a password refuses the PING: it is up all the same.
+                    if s.recv(16).startswith((b"+PONG", b"-NOAUTH")):
                         return True
             except OSError:
                 time.sleep(0.01)
@@ -92,7 +98,7 @@ class RedisServer:
     def client(self):
         import redis
 
-        return redis.Redis.from_url(self.url)
+        return redis.Redis.from_url(self.url, password=self.password)
 
     def stop(self) -> None:
         self.proc.kill()

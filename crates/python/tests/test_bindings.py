@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import threading
 
 import pytest
@@ -172,6 +173,22 @@ def test_snapshots_round_trip_through_files_and_bytes(tmp_path, kind):
     # Saving again replaces the file whole.
     d.save(str(path))
     assert UrlDedup.load(str(path), filter=kind).contains(urls[0])
+
+
+def test_state_files_are_private_and_never_written_through_a_link(tmp_path):
+    path = tmp_path / "seen.udd"
+    UrlDedup(1_000).save(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    # Links planted where the state goes, or where a temporary file of a predictable name
+    # would go, are never written through.
+    target = tmp_path / "target"
+    target.write_bytes(b"keep")
+    for planted in (path, tmp_path / f"seen.udd.tmp-{os.getpid()}"):
+        planted.unlink(missing_ok=True)
+        planted.symlink_to(target)
+        UrlDedup(1_000).save(path)
+        assert target.read_bytes() == b"keep"
+    assert not path.is_symlink() and UrlDedup.load(path).expected_urls == 1_000
 
 
 def test_a_snapshot_refuses_another_configuration(tmp_path):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import BASE_SETTINGS, PYTHON, SPIDER, crawl_ok
+from conftest import crawl_ok, finish, scrapy_process
 from processes import cargo_binary, start
 
 
@@ -22,26 +22,6 @@ def redis_settings(redis_url: str, prefix: str, **extra: str) -> dict[str, str]:
         "SCHEDULER_PERSIST": "True",
         **extra,
     }
-
-
-def scrapy_process(settings: dict[str, str], start_urls: list[str]) -> subprocess.Popen:
-    args = [PYTHON, "-m", "scrapy", "runspider", str(SPIDER), "-a", "start=" + ",".join(start_urls)]
-    for name, value in {**BASE_SETTINGS, **settings}.items():
-        args += ["-s", f"{name}={value}"]
-    return start(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=SPIDER.parent)
-
-
-def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise AssertionError(err.decode(errors="replace")[-4000:]) from None
-    log = err.decode(errors="replace")
-    assert proc.returncode == 0, log[-4000:]
-    assert "Traceback" not in log, log[-6000:]
-    return log
 
 
 def test_scrapy_redis_crawl_fetches_every_page_once(site, redis_url):
@@ -147,15 +127,18 @@ def test_a_shared_filter_says_who_created_it(redis_url, redis_server, caplog):
     assert UrlDedup(redis=redis_url, redis_prefix="made").created_shared_filter is True
     assert UrlDedup(redis=redis_url, redis_prefix="made").created_shared_filter is False
 
-    # A persisted Scrapy crawl whose Redis lost its data between runs says so.
-    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
+    # A first start is told at INFO; one that finds signs of an earlier run warns.
+    with caplog.at_level("INFO", logger="url_dedup.scrapy"):
         RedisDupeFilter(redis_url, "crawl")
+    assert [r.levelname for r in caplog.records] == ["INFO"]
     assert "Created the shared filter crawl" in caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
-        RedisDupeFilter(redis_url, "crawl")
+    with caplog.at_level("INFO", logger="url_dedup.scrapy"):
+        RedisDupeFilter(redis_url, "crawl", earlier_run=lambda: ["a test says so"])
     assert caplog.text == ""
     redis_server.client().flushall()
-    with caplog.at_level("WARNING", logger="url_dedup.scrapy"):
-        RedisDupeFilter(redis_url, "crawl")
+    with caplog.at_level("INFO", logger="url_dedup.scrapy"):
+        RedisDupeFilter(redis_url, "crawl", earlier_run=lambda: ["a test says so"])
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
     assert "Created the shared filter crawl" in caplog.text
+    assert "a test says so" in caplog.text

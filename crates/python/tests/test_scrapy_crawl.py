@@ -50,10 +50,22 @@ def test_a_paused_crawl_resumes_without_fetching_a_page_again(site, tmp_path, se
 
 def test_the_state_lives_in_jobdir(site, tmp_path):
     job = tmp_path / "job"
-    crawl_ok({"DUPEFILTER_CLASS": OURS, "JOBDIR": str(job)}, [site.url("a/0")])
+    log = crawl_ok({"DUPEFILTER_CLASS": OURS, "JOBDIR": str(job)}, [site.url("a/0")])
+    assert "[url_dedup.scrapy] WARNING" not in log
     assert (job / "url-dedup.state").stat().st_size > 0
     # Everything was folded into the state at close.
     assert (job / "url-dedup.journal").stat().st_size == 0
+
+
+def test_a_jobdir_of_another_dupefilter_is_a_warning(site, tmp_path):
+    """A crawl paused under Scrapy's own dupefilter and resumed under ours: the requests it
+    saw are not in our state, which must not go unsaid."""
+    settings = {"JOBDIR": str(tmp_path / "job"), "CONCURRENT_REQUESTS": "1"}
+    start = [site.url("a/0")]
+    crawl_ok({**settings, "DUPEFILTER_CLASS": SCRAPY, "CLOSESPIDER_PAGECOUNT": "10"}, start)
+    log = crawl_ok({**settings, "DUPEFILTER_CLASS": OURS}, start)
+    (warning,) = [line for line in log.splitlines() if "[url_dedup.scrapy] WARNING" in line]
+    assert "requests.seen exists" in warning
 
 
 def test_a_journal_left_by_a_killed_crawl_is_replayed(site, tmp_path):
@@ -82,6 +94,25 @@ def test_a_journal_left_by_a_killed_crawl_is_replayed(site, tmp_path):
     assert again.request_seen(Request(site.base + "/new"))
 
 
+def test_jobdir_files_are_private_and_never_written_through_a_link(tmp_path):
+    import stat
+
+    from url_dedup.scrapy import DupeFilter
+
+    job = tmp_path / "job"
+    job.mkdir()
+    DupeFilter(job).close("finished")
+    for name in ("url-dedup.state", "url-dedup.journal"):
+        assert stat.S_IMODE((job / name).stat().st_mode) == 0o600, name
+    target = tmp_path / "target"
+    target.write_bytes(b"keep")
+    (job / "url-dedup.journal").unlink()
+    (job / "url-dedup.journal").symlink_to(target)
+    with pytest.raises(OSError):
+        DupeFilter(job)
+    assert target.read_bytes() == b"keep"
+
+
 def test_a_state_saved_under_other_settings_is_refused(site, tmp_path):
     job = str(tmp_path / "job")
     crawl_ok({"DUPEFILTER_CLASS": OURS, "JOBDIR": job}, [site.url("a/0")])
@@ -90,6 +121,9 @@ def test_a_state_saved_under_other_settings_is_refused(site, tmp_path):
     result = crawl({"DUPEFILTER_CLASS": OURS, "JOBDIR": job, "URL_DEDUP_KEY": "url"},
                    [site.url("a/0")])
     assert b"ConfigMismatchError" in result.stderr
+    # The refused start left no sign of a kill behind.
+    log = crawl_ok({"DUPEFILTER_CLASS": OURS, "JOBDIR": job}, [site.url("a/0")])
+    assert "[url_dedup.scrapy] WARNING" not in log
 
 
 @pytest.mark.parametrize("settings", KEYINGS[1:])
@@ -97,3 +131,26 @@ def test_dont_filter_requests_are_fetched_again(site, settings):
     again = site.url("a/5")
     crawl_ok(settings, [site.url("a/0")], again=again)
     assert site.fetched_twice() == {"a/5": 2}
+
+
+def test_a_resume_after_a_kill_says_queued_requests_were_lost(site, tmp_path):
+    """Scrapy writes the index of JOBDIR's request queue only when the spider closes: a crawl
+    killed outright resumes with no queue, while the filter remembers what it admitted, so
+    those requests are never fetched. The loss is Scrapy's; it must not go unsaid."""
+    from conftest import scrapy_process
+
+    settings = {"DUPEFILTER_CLASS": OURS, "JOBDIR": str(tmp_path / "job"),
+                "CONCURRENT_REQUESTS": "1"}
+    start = [site.url("a/0")]
+    arrived = site.hold("a/20")
+    proc = scrapy_process(settings, start)
+    assert arrived.wait(120), "the crawl never reached a/20"
+    proc.kill()
+    proc.communicate()
+    site.release()
+    log = crawl_ok(settings, start)
+    (warning,) = [line for line in log.splitlines() if "[url_dedup.scrapy] WARNING" in line]
+    assert "did not close" in warning
+    # That resumed crawl closed: the next resume is a normal one.
+    log = crawl_ok(settings, start)
+    assert "[url_dedup.scrapy] WARNING" not in log

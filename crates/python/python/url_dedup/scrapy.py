@@ -2,8 +2,8 @@
 request fingerprints.
 
 * :class:`DupeFilter` (``DUPEFILTER_CLASS = "url_dedup.scrapy.DupeFilter"``) for plain Scrapy.
-  With ``JOBDIR`` its state is kept there, as Scrapy keeps ``requests.seen``, so a paused and
-  resumed crawl does not fetch a page again.
+  With ``JOBDIR`` its state is kept there, as Scrapy keeps ``requests.seen``, so a crawl
+  paused cleanly and resumed does not fetch a page again.
 * :class:`RedisDupeFilter` for scrapy-redis's scheduler: the filter lives in Redis and every
   process naming the same prefix (Scrapy processes, the Rust crawler, ``url-dedup --redis``)
   shares it, each request admitted by exactly one of them.
@@ -32,10 +32,12 @@ Settings (all optional):
 ``URL_DEDUP_FILTER``                  ``"growing"`` (default), ``"segmented"``, ``"classic"``,
                                       ``"exact"`` (no false positives, 19-39 bytes a request)
 ``URL_DEDUP_ACCEPT_CONFIG_CHANGE``    resume a ``JOBDIR`` state saved under other settings
-``URL_DEDUP_REDIS_URL``               Redis of the shared filter (default: scrapy-redis's
-                                      ``REDIS_URL``, or ``REDIS_HOST``/``REDIS_PORT``)
+``URL_DEDUP_REDIS_URL``               Redis of the shared filter (default: scrapy-redis's, from
+                                      ``REDIS_URL``, ``REDIS_HOST``, ``REDIS_PORT``,
+                                      ``REDIS_DB`` and ``REDIS_PARAMS``)
 ``URL_DEDUP_REDIS_PREFIX``            key prefix of the shared filter, ``%(spider)s`` replaced by
-                                      the spider's name (default ``"%(spider)s:url-dedup"``)
+                                      the spider's name (default: scrapy-redis's
+                                      ``SCHEDULER_DUPEFILTER_KEY``, ``"%(spider)s:dupefilter"``)
 ``URL_DEDUP_HASH_KEY``                32 hex digits keying the filter's hashes (default: random;
                                       a shared filter created with a key keeps it out of Redis,
                                       and every process sharing it must give the same one)
@@ -48,13 +50,20 @@ import logging
 import os
 import struct
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.job import job_dir
+from scrapy.utils.misc import load_object
 from scrapy.utils.request import RequestFingerprinter, referer_str
 
 from url_dedup import Outcome, UrlDedup
+from url_dedup._redis_settings import (
+    client_for_url,
+    filter_redis,
+    redacted,
+    scrapy_redis_client,
+)
 from url_dedup.errors import InvalidUrlError
 
 if TYPE_CHECKING:
@@ -72,12 +81,21 @@ STATE_FILE = "url-dedup.state"
 """The filter's snapshot in ``JOBDIR``."""
 JOURNAL_FILE = "url-dedup.journal"
 """Keys admitted since the snapshot, in ``JOBDIR``: a crawl killed before it could save
-resumes from snapshot plus journal, as Scrapy's own ``requests.seen`` is appended per request."""
+resumes its filter from snapshot plus journal, as Scrapy's own ``requests.seen`` is appended
+per request (Scrapy's queue is lost all the same, see :class:`DupeFilter`)."""
+
+OPEN_FILE = "url-dedup.open"
+"""Present in ``JOBDIR`` while a crawl uses it: one found at the start means the last crawl
+did not close (it was killed), and Scrapy lost the requests it had queued."""
 
 # A journal record: kind, key length, key. Kind FILTER keys went to the filter, kind OTHER
 # keys (fingerprints of URLs the canonicalizer refused) to the set beside it.
 _RECORD = struct.Struct(">BI")
 _FILTER, _OTHER = 0, 1
+
+DEFAULT_PREFIX = "%(spider)s:dupefilter"
+"""The shared filter's key prefix when neither ``URL_DEDUP_REDIS_PREFIX`` nor
+``SCHEDULER_DUPEFILTER_KEY`` is set: scrapy-redis's default key of its own filter."""
 
 _DEFAULT_FPR = 1e-6
 _DEFAULT_EXPECTED = 1_000_000
@@ -159,6 +177,10 @@ class DupeFilter(_Logging, BaseDupeFilter):
     filter is saved to ``JOBDIR/url-dedup.state`` when the spider closes (and each admitted key
     is appended to ``JOBDIR/url-dedup.journal`` in between, which is folded into the state
     whenever it outgrows it), and restored when the crawl resumes.
+
+    A crawl killed outright resumes with the filter but not with Scrapy's queue, which Scrapy
+    saves only when the spider closes: requests queued at the kill are never fetched, as with
+    Scrapy's own dupefilter. The next start warns (``JOBDIR/url-dedup.open`` is left behind).
     """
 
     def __init__(
@@ -178,7 +200,7 @@ class DupeFilter(_Logging, BaseDupeFilter):
         self.other: set[bytes] = set()
         self.journal: BinaryIO | None = None
         self.journal_bytes = 0
-        self.state_path = self.journal_path = None
+        self.state_path = self.journal_path = self.open_path = None
         if path is None:
             self.dedup = UrlDedup(**options)
             return
@@ -188,7 +210,25 @@ class DupeFilter(_Logging, BaseDupeFilter):
             self.dedup = UrlDedup.load(self.state_path, **options)
         else:
             self.dedup = UrlDedup(**options)
+            evidence = [] if self.journal_path.exists() else _earlier_run_in_jobdir(str(path))
+            if evidence:
+                self.logger.warning(
+                    "JOBDIR %(jobdir)s holds an earlier run (%(evidence)s) but no url-dedup "
+                    "state: was it run with another dupefilter? Requests it saw will be "
+                    "fetched again",
+                    {"jobdir": str(path), "evidence": "; ".join(evidence)},
+                )
         self._replay_journal()
+        # Made once the state is read: a start that fails leaves no false sign of a kill.
+        self.open_path = Path(path, OPEN_FILE)
+        if not _create_new(self.open_path):
+            self.logger.warning(
+                "The last crawl in JOBDIR %(jobdir)s did not close (killed?): Scrapy saves "
+                "its request queue only when the spider closes, so the requests it had queued "
+                "are lost, and this filter, which saw them, will not let them be fetched. "
+                "Start with an empty JOBDIR to crawl them",
+                {"jobdir": str(path)},
+            )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DupeFilter:
@@ -233,6 +273,8 @@ class DupeFilter(_Logging, BaseDupeFilter):
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+        if self.open_path is not None:
+            self.open_path.unlink(missing_ok=True)
 
     def _journal(self, kind: int, key: bytes) -> None:
         if self.journal is None:
@@ -250,7 +292,7 @@ class DupeFilter(_Logging, BaseDupeFilter):
         self.dedup.save(self.state_path)
         if self.journal is not None:
             self.journal.close()
-        self.journal = self.journal_path.open("wb")
+        self.journal = _open_private(self.journal_path, truncate=True)
         self.journal_bytes = 0
         for key in self.other:
             self._append(_OTHER, key)
@@ -264,7 +306,8 @@ class DupeFilter(_Logging, BaseDupeFilter):
 
     def _replay_journal(self) -> None:
         assert self.journal_path is not None
-        data = self.journal_path.read_bytes() if self.journal_path.exists() else b""
+        journal = _open_private(self.journal_path)
+        data = journal.read()
         filtered: list[bytes] = []
         pos = 0
         while pos + _RECORD.size <= len(data):
@@ -279,9 +322,9 @@ class DupeFilter(_Logging, BaseDupeFilter):
                 filtered.append(key)
         self.dedup.check_and_insert_batch_bytes(filtered)
         # Appending to a torn record would garble everything after it: start clean.
-        self.journal = self.journal_path.open("r+b" if self.journal_path.exists() else "wb")
-        self.journal.truncate(pos)
-        self.journal.seek(pos)
+        journal.truncate(pos)
+        journal.seek(pos)
+        self.journal = journal
         self.journal_bytes = pos
 
 
@@ -295,9 +338,19 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
     new. Keyed on the canonical URL by default, so Rust crawler processes and
     ``url-dedup --redis`` with the same prefix share it too.
 
+    Its keys start with scrapy-redis's ``SCHEDULER_DUPEFILTER_KEY`` (default
+    ``"%(spider)s:dupefilter"``), or ``URL_DEDUP_REDIS_PREFIX`` when that is set: ``PREFIX:meta``,
+    the data keys ``PREFIX:N`` and the set ``PREFIX:other``.
+
     The scheduler clears the filter when the spider closes unless ``SCHEDULER_PERSIST`` is
     True, as scrapy-redis does with its own set: set it when several processes share a crawl,
     or the first to finish clears the filter under the others.
+
+    The process that creates the filter says so at INFO, or with a WARNING when
+    ``earlier_run()`` (asked only then) names traces of an earlier run: from the settings,
+    requests scrapy-redis persisted in its queue, another dupefilter's key at the prefix, or
+    an earlier run's state in ``JOBDIR``. ``server`` is a redis-py client of the same Redis
+    (default: one made from ``redis_url``).
     """
 
     def __init__(
@@ -308,6 +361,8 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         keys: _RequestKeys | None = None,
         options: dict[str, Any] | None = None,
         debug: bool = False,
+        server: Any = None,
+        earlier_run: Callable[[], list[str]] | None = None,
     ) -> None:
         self.keys = keys or _RequestKeys("url", "crawler", None)
         options = dict(options or {"false_positive_rate": _DEFAULT_FPR})
@@ -317,16 +372,9 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         self.other_key = f"{prefix}:other"
         self.debug = debug
         self.dedup = UrlDedup(redis=redis_url, redis_prefix=prefix, **options)
-        self._server: Any = None
+        self._server: Any = server
         if self.dedup.created_shared_filter:
-            # A persisted crawl that finds no filter is looking at a Redis that lost it: every
-            # request is new again, which must not go unsaid.
-            self.logger.warning(
-                "Created the shared filter %(prefix)s in %(redis)s, empty: if an earlier run "
-                "used it, Redis has lost what it saw (restarted without persistence?) and its "
-                "requests will be fetched again",
-                {"prefix": prefix, "redis": redis_url},
-            )
+            self._report_creation(earlier_run() if earlier_run else [])
 
     @classmethod
     def from_spider(cls, spider: Spider) -> RedisDupeFilter:
@@ -348,13 +396,43 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
     ) -> RedisDupeFilter:
         fingerprinter = getattr(crawler, "request_fingerprinter", None)
         keys = _RequestKeys.from_settings(settings, "url", fingerprinter)
-        prefix = settings.get("URL_DEDUP_REDIS_PREFIX", "%(spider)s:url-dedup")
+        # Where scrapy-redis keeps its own filter, unless our own setting says otherwise.
+        prefix = (
+            settings.get("URL_DEDUP_REDIS_PREFIX")
+            or settings.get("SCHEDULER_DUPEFILTER_KEY")
+            or DEFAULT_PREFIX
+        )
+        prefix %= {"spider": spider_name}
+        url, server = filter_redis(settings)
+
+        def earlier_run() -> list[str]:
+            return _earlier_run_in_jobdir(job_dir(settings)) + _earlier_run_in_redis(
+                settings, spider_name, prefix, server
+            )
+
         return cls(
-            redis_url(settings),
-            prefix % {"spider": spider_name},
+            url,
+            prefix,
             keys=keys,
             options=keys.dedup_options(settings),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
+            server=server,
+            earlier_run=earlier_run,
+        )
+
+    def _report_creation(self, evidence: list[str]) -> None:
+        """Says that this process created the shared filter: news on a first start, a
+        warning when ``evidence`` shows an earlier run, whose requests will be fetched again."""
+        args = {"prefix": self.prefix, "redis": redacted(self.redis_url)}
+        if not evidence:
+            self.logger.info("Created the shared filter %(prefix)s in %(redis)s", args)
+            return
+        self.logger.warning(
+            "Created the shared filter %(prefix)s in %(redis)s, empty, but an earlier run left "
+            "traces (%(evidence)s): the filter it used is gone (Redis restarted without "
+            "persistence, another prefix or dupefilter?) and requests it saw will be fetched "
+            "again",
+            {**args, "evidence": "; ".join(evidence)},
         )
 
     def request_seen(self, request: Request) -> bool:
@@ -387,26 +465,82 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
     def server(self) -> Any:
         """A redis-py client of the same Redis, for the set of other keys and for clearing."""
         if self._server is None:
-            import redis
-
-            self._server = redis.Redis.from_url(self.redis_url)
+            self._server = client_for_url(self.redis_url)
         return self._server
 
 
 def redis_url(settings: BaseSettings) -> str:
-    """The Redis of the shared filter: ``URL_DEDUP_REDIS_URL``, else scrapy-redis's
-    ``REDIS_URL``, else ``REDIS_HOST``, ``REDIS_PORT`` and ``REDIS_PARAMS`` (``db``,
-    ``password``, ``username``) as scrapy-redis reads them."""
-    url = settings.get("URL_DEDUP_REDIS_URL") or settings.get("REDIS_URL")
-    if url:
-        return str(url)
-    host = settings.get("REDIS_HOST", "localhost")
-    port = settings.getint("REDIS_PORT", 6379)
-    params = settings.getdict("REDIS_PARAMS")
-    auth = ""
-    if params.get("password"):
-        auth = f"{params.get('username', '')}:{params['password']}@"
-    return f"redis://{auth}{host}:{port}/{int(params.get('db', 0))}"
+    """The Redis of the shared filter, as a URL: ``URL_DEDUP_REDIS_URL``, else the server,
+    database and credentials scrapy-redis's scheduler connects to (``REDIS_URL``,
+    ``REDIS_HOST``, ``REDIS_PORT``, ``REDIS_DB`` and ``REDIS_PARAMS``, as redis-py reads them)."""
+    return filter_redis(settings)[0]
+
+
+def _open_private(path: Path, truncate: bool = False) -> BinaryIO:
+    """``path`` opened for reading and writing, created readable by its owner only; a
+    symbolic link there is an error (``OSError``), never followed."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags | (os.O_TRUNC if truncate else 0), 0o600)
+    return os.fdopen(fd, "r+b")
+
+
+def _create_new(path: Path) -> bool:
+    """Creates the empty file ``path`` (owner only); False if something is there already."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        os.close(os.open(path, flags, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _earlier_run_in_jobdir(jobdir: str | None) -> list[str]:
+    """What an earlier run of a crawl left in its ``JOBDIR``: Scrapy's own dupefilter's
+    fingerprints, the spider's state, the scheduler's queue."""
+    if not jobdir:
+        return []
+    found = [
+        f"{path} exists"
+        for path in (Path(jobdir, "requests.seen"), Path(jobdir, "spider.state"))
+        if path.exists()
+    ]
+    queue = Path(jobdir, "requests.queue")
+    if queue.is_dir() and any(queue.iterdir()):
+        found.append(f"{queue} holds requests")
+    return found
+
+
+def _earlier_run_in_redis(
+    settings: BaseSettings, spider_name: str, prefix: str, server: Any
+) -> list[str]:
+    """What an earlier run of a scrapy-redis crawl left in Redis: requests its scheduler
+    persisted (``SCHEDULER_PERSIST``), another dupefilter's data at the filter's key."""
+    if settings.getbool("SCHEDULER_FLUSH_ON_START"):
+        return []  # the scheduler empties queue and filter: a fresh start by request
+    found = []
+    if _uses_scrapy_redis_scheduler(settings):
+        from scrapy_redis import defaults
+
+        queue = settings.get("SCHEDULER_QUEUE_KEY") or defaults.SCHEDULER_QUEUE_KEY
+        queue %= {"spider": spider_name}
+        # The scheduler's Redis, which URL_DEDUP_REDIS_URL may have made another one.
+        if scrapy_redis_client(settings).exists(queue):
+            found.append(f"scrapy-redis's queue {queue} holds requests")
+    if server.exists(prefix):
+        found.append(f"the key {prefix} holds another dupefilter's data")
+    return found
+
+
+def _uses_scrapy_redis_scheduler(settings: BaseSettings) -> bool:
+    """Whether ``SCHEDULER`` is scrapy-redis's scheduler or a subclass of it."""
+    try:
+        from scrapy_redis.scheduler import Scheduler
+    except ImportError:
+        return False
+    configured = settings.get("SCHEDULER")
+    if isinstance(configured, str):
+        configured = load_object(configured)
+    return isinstance(configured, type) and issubclass(configured, Scheduler)
 
 
 def _hash_key(text: str | None) -> bytes | None:
