@@ -4,7 +4,8 @@
 //! A link is admitted when, in this order:
 //!
 //! 1. it has a canonical form ([`crate::canonical`]);
-//! 2. its canonical form is in the crawl's scope ([`crate::scope`]);
+//! 2. its canonical form is in the crawl's scope ([`crate::scope`]), unless it is a requisite:
+//!    what an admitted page needs to be shown is fetched wherever it is (`wget -p`);
 //! 3. it passes the trap rules at its depth: length, `/` count, repeated segments, depth
 //!    ([`crate::traps`]);
 //! 4. when it continues the template of the page it was found on, that template's budget is
@@ -85,14 +86,15 @@ pub(crate) struct Rules<'a> {
 }
 
 impl Rules<'_> {
-    /// The canonical form of `link` if the crawl may follow it at `depth`: steps 1 to 3.
-    pub(crate) fn vet(&self, link: &Url, depth: u32) -> Result<Url, Refusal> {
+    /// The canonical form of `link` if the crawl may follow it at `depth` as a `kind`: steps 1
+    /// to 3. The mirror's links are rewritten by the same verdict.
+    pub(crate) fn vet(&self, link: &Url, depth: u32, kind: JobKind) -> Result<Url, Refusal> {
         let url = self.canon.canonicalize(link).map_err(|reason| Refusal {
             reason,
             url: link.to_string(),
             detail: "no canonical form".into(),
         })?;
-        if !self.config.scope.contains(&url) {
+        if kind != JobKind::Requisite && !self.config.scope.contains(&url) {
             return Err(Refusal {
                 reason: SkipReason::OutOfScope,
                 url: url.into(),
@@ -122,7 +124,7 @@ impl Rules<'_> {
         let mut distinct = HashSet::new();
         let mut vetted = Vec::with_capacity(offers.len());
         for Offer { from, candidate: c } in offers {
-            let url = match self.vet(&c.url, c.depth) {
+            let url = match self.vet(&c.url, c.depth, c.kind) {
                 Ok(url) => url,
                 Err(refusal) => {
                     out.refusals.push(refusal);

@@ -10,22 +10,31 @@
 use url::Url;
 
 use crate::budget::{Cut, ParseBudget};
+use crate::charset;
 use crate::links::{self, ExtractOptions, Rewrite};
 use crate::sitemap;
 
-/// A response as a kernel sees it (body already decoded).
+/// A response as a kernel sees it (its content coding already decoded).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Response<'a> {
     pub(crate) url: &'a Url,
     /// `Content-Type` without parameters, lower case.
     pub(crate) mime: &'a str,
+    /// The whole `Content-Type` value, parameters (`charset`) included.
+    pub(crate) content_type: &'a str,
     pub(crate) body: &'a [u8],
 }
 
 impl<'a> Response<'a> {
+    /// `content_type` is the header's value, in lower case.
     pub(crate) fn new(url: &'a Url, content_type: &'a str, body: &'a [u8]) -> Self {
         let mime = content_type.split(';').next().unwrap_or("").trim();
-        Self { url, mime, body }
+        Self {
+            url,
+            mime,
+            content_type,
+            body,
+        }
     }
 }
 
@@ -78,20 +87,39 @@ impl Kernel for HtmlKernel {
         matches!(response.mime, "text/html" | "application/xhtml+xml")
     }
 
+    /// A page in another encoding than UTF-8 is decoded first; its copy for the mirror is
+    /// UTF-8, begins with a byte order mark and declares UTF-8 in its `<meta>` tags, since the
+    /// HTTP header that named its encoding is not part of the copy.
     fn read(&self, response: &Response<'_>, rewrite: Option<Rewrite<'_>>) -> Harvest {
+        let xml = response.mime == "application/xhtml+xml";
+        let page = charset::decode(response.body, response.content_type, xml);
+        let transcoded = page.transcoded();
         let opts = ExtractOptions {
             budget: self.budget,
             respect_nofollow: self.respect_nofollow,
             rewrite,
+            query_encoding: page.query_encoding(),
+            declare_utf8: transcoded,
         };
-        match links::extract(response.body, response.url, &opts) {
+        let marked = |copy: Vec<u8>| {
+            let mut out = Vec::with_capacity(copy.len() + 3);
+            out.extend_from_slice(b"\xEF\xBB\xBF");
+            out.extend_from_slice(&copy);
+            out
+        };
+        match links::extract(&page.utf8, response.url, &opts) {
             Ok(found) => Harvest {
                 follow: found.links,
                 requisites: found.requisites,
                 follow_feeds: false,
                 nofollow: found.nofollow,
                 not_web: found.not_web,
-                stored: found.rewritten,
+                // A transcoded page whose rewriting was given up is still stored as UTF-8.
+                stored: match (found.rewritten, transcoded && rewrite.is_some()) {
+                    (Some(copy), true) => Some(marked(copy)),
+                    (None, true) => Some(marked(page.utf8.into_owned())),
+                    (copy, false) => copy,
+                },
                 is_content: true,
                 cut: found.cut,
             },

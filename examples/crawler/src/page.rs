@@ -5,7 +5,7 @@
 use reqwest::header;
 use url::Url;
 
-use crate::admission::Candidate;
+use crate::admission::{Candidate, Rules};
 use crate::budget::Cut;
 use crate::canonical::Canonicalizer;
 use crate::error::CrawlError;
@@ -160,16 +160,9 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
                 if let Some(cut) = cut {
                     out.problem = Some((SkipReason::ParseLimit, cut.to_string()));
                 }
-                let as_kind = match kind {
-                    JobKind::Page => Some(LinkKind::Page),
-                    JobKind::Requisite => Some(LinkKind::Requisite),
-                    JobKind::Sitemap => None,
-                };
-                if let (true, Some(as_kind)) = (config.mirror, as_kind) {
-                    let path = config
-                        .out
-                        .join("mirror")
-                        .join(mirror::path_as(&url, as_kind));
+                // A page and a requisite of one URL share one file; a sitemap has none.
+                if config.mirror && kind != JobKind::Sitemap {
+                    let path = config.out.join("mirror").join(mirror::path(&url));
                     let data = stored.as_deref().unwrap_or(&body);
                     match write_file(&path, data) {
                         Ok(()) => out.mirrored = true,
@@ -217,7 +210,7 @@ fn read_page(
         return (None, None);
     };
     let config = &ctx.config;
-    let local = |target: &Url, kind: LinkKind| local_path(ctx, (url, LinkKind::Page), target, kind);
+    let local = |target: &Url, kind: LinkKind| local_path(ctx, url, depth, target, kind);
     let rewrite = config.mirror.then_some(&local as Rewrite<'_>);
     let harvest = kernel.read(&response, rewrite);
     out.unfollowed = (harvest.nofollow as u64, harvest.not_web as u64);
@@ -258,14 +251,10 @@ fn read_requisite(
         if !matches!(target.scheme(), "http" | "https") {
             return None;
         }
-        let local = ctx.config.mirror.then(|| {
-            local_path(
-                ctx,
-                (url, LinkKind::Requisite),
-                &target,
-                LinkKind::Requisite,
-            )
-        });
+        let local = ctx
+            .config
+            .mirror
+            .then(|| local_path(ctx, url, depth, &target, LinkKind::Requisite));
         found.push(target);
         local.flatten()
     });
@@ -273,24 +262,32 @@ fn read_requisite(
     ctx.config.mirror.then(|| rewritten.into_bytes())
 }
 
-/// The relative path from the mirrored file of `from` to the local copy of `target` (a page
-/// or a requisite), with the target's fragment; `None` when `target` is not mirrored (outside
-/// the crawl's scope, or without a canonical form).
+/// The relative path from the mirrored file of `from` (at `depth`) to the local copy of
+/// `target` (a page or a requisite found on it), with the target's fragment; `None` when the
+/// admission rules would not fetch `target` (no canonical form, a page outside the crawl's
+/// scope, a trap), so the link stays absolute.
 fn local_path(
     ctx: &Context,
-    from: (&Url, LinkKind),
+    from: &Url,
+    depth: u32,
     target: &Url,
     kind: LinkKind,
 ) -> Option<String> {
-    let canonical = ctx.canon.canonicalize(target).ok()?;
-    ctx.config.scope.contains(&canonical).then(|| {
-        let mut rel = mirror::relative_as(from, (&canonical, kind));
-        if let Some(f) = target.fragment() {
-            rel.push('#');
-            rel.push_str(f);
-        }
-        rel
-    })
+    let (depth, kind) = match kind {
+        LinkKind::Page => (depth + 1, JobKind::Page),
+        LinkKind::Requisite => (depth, JobKind::Requisite),
+    };
+    let rules = Rules {
+        canon: &ctx.canon,
+        config: &ctx.config,
+    };
+    let canonical = rules.vet(target, depth, kind).ok()?;
+    let mut rel = mirror::relative(from, &canonical);
+    if let Some(f) = target.fragment() {
+        rel.push('#');
+        rel.push_str(f);
+    }
+    Some(rel)
 }
 
 /// Adds `urls` as requisite candidates at `depth`.
