@@ -1,11 +1,13 @@
-//! The encoding a page is written in, found the way a browser finds it (the HTML Standard's
-//! encoding sniffing), and the page decoded to UTF-8 for link extraction.
+//! The encoding a page or a stylesheet is written in, found the way a browser finds it (the
+//! HTML Standard's encoding sniffing, CSS Syntax's), and the text decoded to UTF-8 for reading
+//! its links.
 //!
-//! In order: a byte order mark; the `charset` of the HTTP `Content-Type`; a `<meta charset>`
-//! or `<meta http-equiv="Content-Type">` in the first 1024 bytes (the standard's prescan; an
-//! XHTML page's XML declaration instead); then a guess: UTF-8 when the bytes are valid UTF-8,
-//! windows-1252 otherwise (the standard's usual default). A label no encoding has is ignored.
-//! Decoding is `encoding_rs`, Firefox's implementation of the Encoding Standard.
+//! In order: a byte order mark; the `charset` of the HTTP `Content-Type`; what the document
+//! declares at its start (a `<meta charset>` or `<meta http-equiv="Content-Type">` in the
+//! first 1024 bytes, found by the HTML Standard's prescan; an XHTML page's XML declaration; a
+//! stylesheet's `@charset`); then a guess: UTF-8 when the bytes are valid UTF-8, windows-1252
+//! otherwise (the HTML Standard's usual default). A label no encoding has is ignored. Decoding
+//! is `encoding_rs`, Firefox's implementation of the Encoding Standard.
 
 use std::borrow::Cow;
 
@@ -37,10 +39,21 @@ impl Decoded<'_> {
     }
 }
 
+/// What a document is, for what it may declare about its encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Syntax {
+    /// An HTML page: a `<meta>` near its start.
+    Html,
+    /// An XHTML page: its XML declaration.
+    Xml,
+    /// A stylesheet: its `@charset` rule.
+    Css,
+}
+
 /// `body` decoded by its encoding; `content_type` is the HTTP header's value (its `charset`
-/// counts), `xml` whether the page is XHTML.
-pub(crate) fn decode<'a>(body: &'a [u8], content_type: &str, xml: bool) -> Decoded<'a> {
-    let encoding = sniff(body, content_type_charset(content_type), xml);
+/// counts).
+pub(crate) fn decode<'a>(body: &'a [u8], content_type: &str, syntax: Syntax) -> Decoded<'a> {
+    let encoding = sniff(body, content_type_charset(content_type), syntax);
     if encoding == UTF_8 {
         // Passed on as it is, byte order mark and all: the parser reads it as UTF-8.
         return Decoded {
@@ -57,7 +70,7 @@ pub(crate) fn decode<'a>(body: &'a [u8], content_type: &str, xml: bool) -> Decod
 
 /// The encoding of `body` (see the module's documentation); `transport` is the HTTP charset
 /// label.
-pub(crate) fn sniff(body: &[u8], transport: Option<&str>, xml: bool) -> &'static Encoding {
+pub(crate) fn sniff(body: &[u8], transport: Option<&str>, syntax: Syntax) -> &'static Encoding {
     if let Some((encoding, _)) = Encoding::for_bom(body) {
         return encoding;
     }
@@ -65,10 +78,10 @@ pub(crate) fn sniff(body: &[u8], transport: Option<&str>, xml: bool) -> &'static
         return encoding;
     }
     let head = &body[..body.len().min(PRESCAN)];
-    let declared = if xml {
-        xml_declaration(head)
-    } else {
-        prescan(head)
+    let declared = match syntax {
+        Syntax::Html => prescan(head),
+        Syntax::Xml => xml_declaration(head),
+        Syntax::Css => css_charset(head),
     };
     if let Some(encoding) = declared {
         return encoding;
@@ -314,6 +327,31 @@ fn xml_declaration(bytes: &[u8]) -> Option<&'static Encoding> {
     Encoding::for_label(label)
 }
 
+/// The encoding a stylesheet's `@charset "label";` names (CSS Syntax: exactly that spelling,
+/// at the very start; a UTF-16 label means UTF-8).
+fn css_charset(bytes: &[u8]) -> Option<&'static Encoding> {
+    let rest = bytes.strip_prefix(b"@charset \"")?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    if rest.get(end + 1) != Some(&b';') {
+        return None;
+    }
+    Encoding::for_label(&rest[..end]).map(|e| match e {
+        e if e == UTF_16BE || e == UTF_16LE => UTF_8,
+        e => e,
+    })
+}
+
+/// `css` (a transcoded stylesheet) with a leading `@charset` rule saying UTF-8.
+pub(crate) fn declare_utf8_css(css: &str) -> std::borrow::Cow<'_, str> {
+    match css
+        .strip_prefix("@charset \"")
+        .and_then(|r| r.split_once("\";"))
+    {
+        Some((_, rest)) => format!("@charset \"utf-8\";{rest}").into(),
+        None => css.into(),
+    }
+}
+
 fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     hay.get(from..)?
         .windows(needle.len())
@@ -337,7 +375,7 @@ mod tests {
     use super::*;
 
     fn name(body: &[u8], content_type: &str) -> &'static str {
-        sniff(body, content_type_charset(content_type), false).name()
+        sniff(body, content_type_charset(content_type), Syntax::Html).name()
     }
 
     /// One case per row: the body, the HTTP `Content-Type`, the encoding a browser uses.
@@ -433,8 +471,39 @@ mod tests {
     #[test]
     fn xhtml_reads_its_xml_declaration() {
         let page = b"<?xml version='1.0' encoding='ISO-8859-15'?><html><meta charset=big5>";
-        assert_eq!(sniff(page, None, true).name(), "ISO-8859-15");
-        assert_eq!(sniff(b"<html>\xff", None, true).name(), "windows-1252");
+        assert_eq!(sniff(page, None, Syntax::Xml).name(), "ISO-8859-15");
+        assert_eq!(
+            sniff(b"<html>\xff", None, Syntax::Xml).name(),
+            "windows-1252"
+        );
+    }
+
+    #[test]
+    fn stylesheets_read_their_charset_rule() {
+        let css = |body: &[u8], ct: &str| sniff(body, content_type_charset(ct), Syntax::Css).name();
+        assert_eq!(
+            css(b"@charset \"iso-8859-5\"; a{}", "text/css"),
+            "ISO-8859-5"
+        );
+        assert_eq!(
+            css(b"@charset \"iso-8859-5\"; a{}", "text/css; charset=koi8-r"),
+            "KOI8-R"
+        );
+        assert_eq!(css(b"@charset \"utf-16\";", "text/css"), "UTF-8");
+        // Only the exact spelling counts.
+        assert_eq!(
+            css(b"@charset 'iso-8859-5'; \xff", "text/css"),
+            "windows-1252"
+        );
+        assert_eq!(
+            css(b" @charset \"iso-8859-5\"; \xff", "text/css"),
+            "windows-1252"
+        );
+        assert_eq!(
+            declare_utf8_css("@charset \"latin1\"; a{}"),
+            "@charset \"utf-8\"; a{}"
+        );
+        assert_eq!(declare_utf8_css("a{}"), "a{}");
     }
 
     #[test]
@@ -442,7 +511,7 @@ mod tests {
         let latin = decode(
             b"<a href='/caf\xe9'>",
             "text/html; charset=iso-8859-1",
-            false,
+            Syntax::Html,
         );
         assert!(latin.transcoded());
         assert_eq!(latin.utf8.as_ref(), "<a href='/caf\u{e9}'>".as_bytes());
@@ -451,25 +520,26 @@ mod tests {
             .encode_utf16()
             .flat_map(u16::to_be_bytes)
             .collect();
-        let d = decode(&utf16, "text/html", false);
+        let d = decode(&utf16, "text/html", Syntax::Html);
         assert_eq!(
             (d.encoding, d.utf8.as_ref()),
             (UTF_16BE, &b"<a href=x>"[..])
         );
         // A URL's query on a UTF-16 page is UTF-8.
         assert_eq!(d.query_encoding(), None);
-        let utf8 = decode(b"<a>", "text/html; charset=utf-8", false);
+        let utf8 = decode(b"<a>", "text/html; charset=utf-8", Syntax::Html);
         assert!(!utf8.transcoded());
     }
 
     proptest::proptest! {
         #[test]
         fn sniffing_never_panics(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), meta in "<[mM][eE][tT][aA][ /][ -~]{0,40}") {
-            let _ = sniff(&body, None, false);
+            let _ = sniff(&body, None, Syntax::Html);
             let mut page = meta.into_bytes();
             page.extend(&body);
-            let _ = sniff(&page, None, false);
-            let _ = sniff(&page, None, true);
+            for syntax in [Syntax::Html, Syntax::Xml, Syntax::Css] {
+                let _ = sniff(&page, None, syntax);
+            }
         }
     }
 }

@@ -91,8 +91,11 @@ impl Kernel for HtmlKernel {
     /// UTF-8, begins with a byte order mark and declares UTF-8 in its `<meta>` tags, since the
     /// HTTP header that named its encoding is not part of the copy.
     fn read(&self, response: &Response<'_>, rewrite: Option<Rewrite<'_>>) -> Harvest {
-        let xml = response.mime == "application/xhtml+xml";
-        let page = charset::decode(response.body, response.content_type, xml);
+        let syntax = match response.mime {
+            "application/xhtml+xml" => charset::Syntax::Xml,
+            _ => charset::Syntax::Html,
+        };
+        let page = charset::decode(response.body, response.content_type, syntax);
         let transcoded = page.transcoded();
         let opts = ExtractOptions {
             budget: self.budget,

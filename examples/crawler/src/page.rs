@@ -8,6 +8,7 @@ use url::Url;
 use crate::admission::{Candidate, Rules};
 use crate::budget::Cut;
 use crate::canonical::Canonicalizer;
+use crate::charset::{self, Syntax};
 use crate::error::CrawlError;
 use crate::fetch::{BodyLimit, Exchange, Fetcher};
 use crate::job::{Job, JobKind};
@@ -230,7 +231,8 @@ fn read_page(
 
 /// Reads a fetched requisite: a stylesheet's own references (`url(...)`, `@import`) are
 /// requisites too, rewritten to their local copies when mirroring; anything else is stored as
-/// it is. Returns the rewritten stylesheet.
+/// it is. Returns the rewritten stylesheet (in UTF-8 when it was decoded from another
+/// encoding).
 fn read_requisite(
     ctx: &Context,
     url: &Url,
@@ -244,9 +246,13 @@ fn read_requisite(
         .unwrap_or("")
         .to_ascii_lowercase();
     let is_css = ct.starts_with("text/css") || (ct.is_empty() && url.path().ends_with(".css"));
-    let css = is_css.then(|| std::str::from_utf8(body).ok()).flatten()?;
+    if !is_css {
+        return None;
+    }
+    let decoded = charset::decode(body, &ct, Syntax::Css);
+    let css = String::from_utf8_lossy(&decoded.utf8);
     let mut found = Vec::new();
-    let (rewritten, _) = crate::css::rewrite(css, |reference| {
+    let (rewritten, _) = crate::css::rewrite(&css, |reference| {
         let target = url.join(reference.trim()).ok()?;
         if !matches!(target.scheme(), "http" | "https") {
             return None;
@@ -259,7 +265,16 @@ fn read_requisite(
         local.flatten()
     });
     push_requisites(links, found, depth);
-    ctx.config.mirror.then(|| rewritten.into_bytes())
+    if !ctx.config.mirror {
+        return None;
+    }
+    if !decoded.transcoded() {
+        return Some(rewritten.into_bytes());
+    }
+    // A copy in UTF-8, as for pages: a byte order mark, and `@charset` saying so.
+    let mut copy = b"\xEF\xBB\xBF".to_vec();
+    copy.extend_from_slice(charset::declare_utf8_css(&rewritten).as_bytes());
+    Some(copy)
 }
 
 /// The relative path from the mirrored file of `from` (at `depth`) to the local copy of

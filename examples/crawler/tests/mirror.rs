@@ -177,8 +177,15 @@ fn encoded_site() -> Site {
             ),
             "/latin1" => html(
                 "text/html; charset=ISO-8859-1",
-                b"<p>caf\xe9</p><a href='/caf\xe9.html?q=\xe9'>x</a>".to_vec(),
+                b"<link rel=stylesheet href=/latin1.css><p>caf\xe9</p><a href='/caf\xe9.html?q=\xe9'>x</a>"
+                    .to_vec(),
             ),
+            "/latin1.css" => Reply::new(
+                200,
+                "text/css",
+                b"@charset \"iso-8859-1\"; /* caf\xe9 */ p { background: url(/caf\xe9.png) }".to_vec(),
+            ),
+            "/caf%C3%A9.png" => Reply::new(200, "image/png", b"\x89PNG".to_vec()),
             "/cp1252" => html(
                 "text/html",
                 b"<meta charset=\"windows-1252\"><a href='/\x80uro.html?q=\x80'>x</a>".to_vec(),
@@ -221,11 +228,12 @@ fn links_on_pages_in_other_encodings_are_the_urls_a_browser_requests() {
         "/%E6%97%A5%E6%9C%AC.html?q=%93%FA%96{",
         "/utf16le-%C3%BC.html",
         "/utf16be-%C3%BC.html?q=%C3%BC",
+        "/caf%C3%A9.png",
     ] {
         assert_eq!(site.hit(requested), 1, "{requested} in {:?}", site.hits());
     }
     // Nothing else was requested: no mangled spelling of any of them.
-    assert_eq!(site.hits().len(), 12, "{:?}", site.hits());
+    assert_eq!(site.hits().len(), 14, "{:?}", site.hits());
 
     // The copies are UTF-8, with a byte order mark and UTF-8 declared, and their links lead
     // to the local copies.
@@ -244,12 +252,21 @@ fn links_on_pages_in_other_encodings_are_the_urls_a_browser_requests() {
             .strip_prefix('\u{feff}')
             .unwrap_or_else(|| panic!("{page} has no byte order mark"));
         assert!(copy.contains(text), "{page}: {text} not in {copy}");
-        for link in values(copy, "href") {
+        for link in values(copy, "href")
+            .into_iter()
+            .filter(|l| !l.ends_with(".css"))
+        {
             let found = target(&dir.join(page), link);
             let linked = std::fs::read_to_string(&found).unwrap_or_default();
             assert!(linked.contains("<p>target</p>"), "{page}: {link}");
         }
     }
+    let css = std::fs::read_to_string(dir.join("latin1.css")).unwrap();
+    assert_eq!(
+        css,
+        "\u{feff}@charset \"utf-8\"; /* caf\u{e9} */ p { background: url(caf_25C3_25A9.png) }"
+    );
+    assert!(dir.join("caf_25C3_25A9.png").is_file());
     // The archive keeps the bytes as sent.
     let warc: Vec<u8> = warc_files(&out)
         .iter()
