@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
+use encoding_rs::{CoderResult, Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
 
 /// How far the prescan looks for a `<meta>`, as the standard advises.
 const PRESCAN: usize = 1024;
@@ -23,6 +23,8 @@ pub(crate) struct Decoded<'a> {
     pub(crate) encoding: &'static Encoding,
     /// The page in UTF-8: the body itself when it was UTF-8 already.
     pub(crate) utf8: Cow<'a, [u8]>,
+    /// Decoding stopped before this byte of the body: its UTF-8 form reached the bound.
+    pub(crate) cut_at: Option<usize>,
 }
 
 impl Decoded<'_> {
@@ -50,21 +52,43 @@ pub(crate) enum Syntax {
     Css,
 }
 
-/// `body` decoded by its encoding; `content_type` is the HTTP header's value (its `charset`
-/// counts).
-pub(crate) fn decode<'a>(body: &'a [u8], content_type: &str, syntax: Syntax) -> Decoded<'a> {
+/// `body` decoded by its encoding into at most `cap` bytes of UTF-8 (a page in windows-1252
+/// can triple in UTF-8); `content_type` is the HTTP header's value (its `charset` counts).
+pub(crate) fn decode<'a>(
+    body: &'a [u8],
+    content_type: &str,
+    syntax: Syntax,
+    cap: usize,
+) -> Decoded<'a> {
     let encoding = sniff(body, content_type_charset(content_type), syntax);
     if encoding == UTF_8 {
         // Passed on as it is, byte order mark and all: the parser reads it as UTF-8.
         return Decoded {
             encoding,
             utf8: Cow::Borrowed(body),
+            cut_at: None,
         };
     }
-    let (text, _) = encoding.decode_with_bom_removal(body);
+    let mut decoder = encoding.new_decoder_with_bom_removal();
+    // Room for the body as it is (mostly ASCII, usually), grown up to the bound as needed.
+    let mut text = String::with_capacity(body.len().min(cap));
+    let mut read = 0;
+    let cut_at = loop {
+        let (result, n, _) = decoder.decode_to_string(&body[read..], &mut text, true);
+        read += n;
+        match result {
+            CoderResult::InputEmpty => break None,
+            CoderResult::OutputFull if text.capacity() >= cap => break Some(read),
+            CoderResult::OutputFull => {
+                let target = (text.capacity() * 2).max(64).min(cap);
+                text.reserve_exact(target - text.len());
+            }
+        }
+    };
     Decoded {
         encoding,
-        utf8: Cow::Owned(text.into_owned().into_bytes()),
+        utf8: Cow::Owned(text.into_bytes()),
+        cut_at,
     }
 }
 
@@ -512,6 +536,7 @@ mod tests {
             b"<a href='/caf\xe9'>",
             "text/html; charset=iso-8859-1",
             Syntax::Html,
+            1 << 20,
         );
         assert!(latin.transcoded());
         assert_eq!(latin.utf8.as_ref(), "<a href='/caf\u{e9}'>".as_bytes());
@@ -520,15 +545,43 @@ mod tests {
             .encode_utf16()
             .flat_map(u16::to_be_bytes)
             .collect();
-        let d = decode(&utf16, "text/html", Syntax::Html);
+        let d = decode(&utf16, "text/html", Syntax::Html, 1 << 20);
         assert_eq!(
             (d.encoding, d.utf8.as_ref()),
             (UTF_16BE, &b"<a href=x>"[..])
         );
         // A URL's query on a UTF-16 page is UTF-8.
         assert_eq!(d.query_encoding(), None);
-        let utf8 = decode(b"<a>", "text/html; charset=utf-8", Syntax::Html);
+        let utf8 = decode(b"<a>", "text/html; charset=utf-8", Syntax::Html, 1 << 20);
         assert!(!utf8.transcoded());
+    }
+
+    /// A page of `€` in windows-1252 triples in UTF-8: decoding stops at the bound, at a
+    /// character's boundary, and says where.
+    #[test]
+    fn decoding_stops_at_its_bound() {
+        let body = vec![0x80u8; 10_000];
+        let d = decode(
+            &body,
+            "text/html; charset=windows-1252",
+            Syntax::Html,
+            4_000,
+        );
+        assert_eq!(d.utf8.len(), 3_999);
+        assert_eq!(d.cut_at, Some(1_333));
+        assert!(
+            std::str::from_utf8(&d.utf8)
+                .unwrap()
+                .chars()
+                .all(|c| c == '\u{20ac}')
+        );
+        let whole = decode(
+            &body,
+            "text/html; charset=windows-1252",
+            Syntax::Html,
+            30_000,
+        );
+        assert_eq!((whole.utf8.len(), whole.cut_at), (30_000, None));
     }
 
     proptest::proptest! {

@@ -335,6 +335,7 @@ pub(crate) fn extract(
         p.links.kept.clear();
     }
     let cut = Cut {
+        decoded_before: None,
         parsed_before,
         links_dropped: p.links.dropped,
         rewrite_dropped,

@@ -249,7 +249,12 @@ fn read_requisite(
     if !is_css {
         return None;
     }
-    let decoded = charset::decode(body, &ct, Syntax::Css);
+    let cap = usize::try_from(ctx.config.fetch.max_body).unwrap_or(usize::MAX);
+    let decoded = charset::decode(body, &ct, Syntax::Css, cap);
+    if decoded.cut_at.is_some() {
+        // Its UTF-8 form outgrows the bound: stored as fetched, its references not read.
+        return None;
+    }
     let css = String::from_utf8_lossy(&decoded.utf8);
     let mut found = Vec::new();
     let (rewritten, _) = crate::css::rewrite(&css, |reference| {
