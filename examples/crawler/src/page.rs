@@ -121,6 +121,16 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
                 if job.hops >= config.max_redirects {
                     out.problem = Some((SkipReason::TooManyRedirects, format!("to {target}")));
                 } else {
+                    if config.mirror && job.kind == JobKind::Page {
+                        let path = config.out.join("mirror").join(mirror::path(&url));
+                        let stub = redirect_stub(ctx, &url, job.depth, &target);
+                        match write_file(&path, stub.as_bytes()) {
+                            Ok(()) => out.mirrored = true,
+                            Err(e) => {
+                                out.fatal = Some(CrawlError::io("writing mirror file", &path)(e));
+                            }
+                        }
+                    }
                     out.links.push(Candidate {
                         url: target,
                         depth: job.depth,
@@ -308,6 +318,29 @@ fn local_path(
         rel.push_str(f);
     }
     Some(rel)
+}
+
+/// The mirror's copy of a page that redirects (at `depth`) to `target`: a page that sends
+/// the browser on, to the target's local copy when the crawl fetches it, to the target itself
+/// otherwise, so the local links to a redirecting URL (`/docs` to `/docs/`, `http` to
+/// `https`) lead somewhere.
+fn redirect_stub(ctx: &Context, url: &Url, depth: u32, target: &Url) -> String {
+    let rules = Rules {
+        canon: &ctx.canon,
+        config: &ctx.config,
+    };
+    let to = match rules.vet(target, depth, JobKind::Page) {
+        Ok(canonical) => mirror::relative(url, &canonical),
+        Err(_) => target.to_string(),
+    };
+    let to = to
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" \
+         content=\"0; url={to}\"><title>Moved</title><p>Moved to <a href=\"{to}\">{to}</a>.</p>\n"
+    )
 }
 
 /// Adds `urls` as requisite candidates at `depth`.

@@ -58,8 +58,11 @@ fn clashing_site() -> Site {
                 r#"<a href="/a">a</a><a href="/a.html">a.html</a><a href="/d/">d</a>"#,
                 r#"<a href="/d/index.html">d/index.html</a><a href="/d/index">d/index</a>"#,
                 r#"<a href="/pic">pic</a><img src="/pic">"#,
-                r#"<a href="/shot.png"><img src="/shot.png"></a>"#
+                r#"<a href="/shot.png"><img src="/shot.png"></a>"#,
+                r#"<a href="/dir">dir</a><a href="/gone">gone</a>"#
             )),
+            "/dir" => Reply::redirect("/d/"),
+            "/gone" => Reply::redirect("http://elsewhere.invalid/x?a=1&b=2"),
             "/a" => page("page /a"),
             "/a.html" => page("page /a.html"),
             "/d/" => page("page /d/"),
@@ -86,6 +89,8 @@ fn every_url_has_its_own_file_and_every_link_finds_it() {
         "/d/index",
         "/pic",
         "/shot.png",
+        "/dir",
+        "/gone",
     ] {
         assert_eq!(site.hit(path), 1, "{path}");
     }
@@ -102,8 +107,22 @@ fn every_url_has_its_own_file_and_every_link_finds_it() {
             "d/index_.html",
             "d/_index.html",
             "pic.html",
-            "shot.png"
+            "shot.png",
+            "dir.html",
+            "gone.html"
         ]
+    );
+    // A redirect's copy sends the browser on: to the local copy of a page the crawl
+    // fetches, to the target itself otherwise.
+    let dir_stub = std::fs::read_to_string(dir.join("dir.html")).unwrap();
+    assert!(
+        dir_stub.contains("content=\"0; url=d/index.html\""),
+        "{dir_stub}"
+    );
+    let gone = std::fs::read_to_string(dir.join("gone.html")).unwrap();
+    assert!(
+        gone.contains("url=http://elsewhere.invalid/x?a=1&amp;b=2\""),
+        "{gone}"
     );
     // An image that is also a linked page: one file, one name, from both.
     assert_eq!(srcs, ["pic.html", "shot.png"]);
@@ -124,10 +143,10 @@ fn every_url_has_its_own_file_and_every_link_finds_it() {
     );
     // Links back resolve too, from every depth.
     for (file, html) in html_files(&out.join("mirror")) {
-        for link in values(&html, "href")
+        let links = values(&html, "href")
             .into_iter()
-            .chain(values(&html, "src"))
-        {
+            .chain(values(&html, "src"));
+        for link in links.filter(|l| !l.contains("://")) {
             assert!(
                 target(&file, link).is_file(),
                 "{} links to missing {link}",
