@@ -200,6 +200,20 @@ fn canonicalize() -> Vec<(&'static str, Vec<u8>)> {
     .collect()
 }
 
+fn mirror_names() -> Vec<(&'static str, Vec<u8>)> {
+    [
+        ("page-and-html", "/a\n/a.html"),
+        ("directory-and-index", "/d/\nindex.html"),
+        ("index-without-extension", "/d/index\n/d/"),
+        ("file-and-directory", "/v1.2\n/v1.2/x.png"),
+        ("schemes", "https://h.example/a?x=1\nhttp://h.example/a?x=1"),
+        ("ports", "http://[::1]:8080/%2e%2e/.x\nhttp://h.example:8080//_index.html"),
+    ]
+    .into_iter()
+    .map(|(name, pair)| (name, pair.as_bytes().to_vec()))
+    .collect()
+}
+
 fn two_tier() -> Vec<(&'static str, Vec<u8>)> {
     let mut answer = UrlSet::from_urls(["https://a.example/1", "https://b.example/2"]);
     answer.mark("https://a.example/1");
@@ -234,6 +248,7 @@ fn main() -> std::io::Result<()> {
         ("similarity_snapshot", similarity()),
         ("partition_snapshot", partition()),
         ("canonicalize", canonicalize()),
+        ("mirror_names", mirror_names()),
         ("two_tier_frame", two_tier()),
     ];
     for (target, inputs) in targets {

@@ -4,8 +4,9 @@
 //! A link is admitted when, in this order:
 //!
 //! 1. it has a canonical form ([`crate::canonical`]);
-//! 2. its canonical form is in the crawl's scope ([`crate::scope`]) and, unless it is a seed
-//!    or a page's requisite, passes `--accept-regex` and `--reject-regex`;
+//! 2. its canonical form is in the crawl's scope ([`crate::scope`]), unless it is a requisite:
+//!    what an admitted page needs to be shown is fetched wherever it is (`wget -p`); and,
+//!    unless it is a seed or a requisite, it passes `--accept-regex` and `--reject-regex`;
 //! 3. it passes the trap rules at its depth: length, `/` count, repeated segments, depth
 //!    ([`crate::traps`]);
 //! 4. when it continues the template of the page it was found on, that template's budget is
@@ -86,16 +87,23 @@ pub(crate) struct Rules<'a> {
 }
 
 impl Rules<'_> {
-    /// The canonical form of `link` if the crawl may follow it at `depth`: steps 1 to 3.
-    /// `chosen` says it was chosen by the user or the page's own needs (a seed, a requisite),
-    /// not followed as a link: link patterns then do not apply.
-    pub(crate) fn vet(&self, link: &Url, depth: u32, chosen: bool) -> Result<Url, Refusal> {
+    /// The canonical form of `link` if the crawl may follow it at `depth` as a `kind`: steps 1
+    /// to 3. A `seed` was chosen by the user: link patterns do not apply to it (nor to
+    /// requisites, which a page needs). The mirror's links are rewritten by the same verdict.
+    pub(crate) fn vet(
+        &self,
+        link: &Url,
+        depth: u32,
+        kind: JobKind,
+        seed: bool,
+    ) -> Result<Url, Refusal> {
+        let chosen = seed || kind == JobKind::Requisite;
         let url = self.canon.canonicalize(link).map_err(|reason| Refusal {
             reason,
             url: link.to_string(),
             detail: "no canonical form".into(),
         })?;
-        if !self.config.scope.contains(&url) {
+        if kind != JobKind::Requisite && !self.config.scope.contains(&url) {
             return Err(Refusal {
                 reason: SkipReason::OutOfScope,
                 url: url.into(),
@@ -132,8 +140,8 @@ impl Rules<'_> {
         let mut distinct = HashSet::new();
         let mut vetted = Vec::with_capacity(offers.len());
         for Offer { from, candidate: c } in offers {
-            let chosen = (from.is_none() && c.depth == 0) || c.kind == JobKind::Requisite;
-            let url = match self.vet(&c.url, c.depth, chosen) {
+            let seed = from.is_none() && c.depth == 0;
+            let url = match self.vet(&c.url, c.depth, c.kind, seed) {
                 Ok(url) => url,
                 Err(refusal) => {
                     out.refusals.push(refusal);

@@ -10,8 +10,9 @@
 //! share, are not followed.
 //!
 //! Per page being processed, the crawl then holds at most: the body as fetched (`--max-body`),
-//! its decoded form when it was compressed (`--max-decoded`), the parse (`--max-body`), and the
-//! rewritten copy (1.125 times the decoded body, and 64 KiB). For an uncompressed page that is
+//! its decoded form when it was compressed (`--max-decoded`), its UTF-8 form when it was in
+//! another encoding (`--max-body`), the parse (`--max-body`), and the rewritten copy (1.125
+//! times the decoded body, and 64 KiB). For an uncompressed page that is
 //! under four times `--max-body`; `tests/memory.rs` measures it on the real process.
 
 use std::fmt;
@@ -38,6 +39,11 @@ impl ParseBudget {
         Self {
             bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
         }
+    }
+
+    /// The most a page decoded from another encoding may take in UTF-8: the whole budget.
+    pub(crate) fn decoded(self) -> usize {
+        self.bytes
     }
 
     /// `lol_html`'s limits: half the budget, and on reaching it, the input it holds handed to
@@ -103,6 +109,9 @@ impl Links {
 /// What a budget cut from one document.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Cut {
+    /// Decoding to UTF-8 reached its bound before this byte of the document as fetched;
+    /// nothing after it was read for links.
+    pub(crate) decoded_before: Option<usize>,
     /// The parser reached its share before this byte of the document; nothing after it was
     /// read for links.
     pub(crate) parsed_before: Option<usize>,
@@ -122,6 +131,11 @@ impl Cut {
 impl fmt::Display for Cut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts = Vec::new();
+        if let Some(at) = self.decoded_before {
+            parts.push(format!(
+                "decoding bound reached before byte {at}: links after it not read"
+            ));
+        }
         if let Some(at) = self.parsed_before {
             parts.push(format!(
                 "parser memory bound reached before byte {at}: links after it not read"
@@ -182,11 +196,16 @@ mod tests {
     fn a_cut_says_what_was_cut() {
         assert_eq!(Cut::default().into_option(), None);
         let cut = Cut {
+            decoded_before: Some(1333),
             parsed_before: Some(65536),
             links_dropped: 3,
             rewrite_dropped: true,
         };
         let text = cut.to_string();
         assert!(text.contains("65536") && text.contains("3 links") && text.contains("mirror"));
+        assert!(
+            text.contains("decoding bound reached before byte 1333"),
+            "{text}"
+        );
     }
 }

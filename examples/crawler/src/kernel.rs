@@ -10,22 +10,31 @@
 use url::Url;
 
 use crate::budget::{Cut, ParseBudget};
+use crate::charset;
 use crate::links::{self, ExtractOptions, Rewrite};
 use crate::sitemap;
 
-/// A response as a kernel sees it (body already decoded).
+/// A response as a kernel sees it (its content coding already decoded).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Response<'a> {
     pub(crate) url: &'a Url,
     /// `Content-Type` without parameters, lower case.
     pub(crate) mime: &'a str,
+    /// The whole `Content-Type` value, parameters (`charset`) included.
+    pub(crate) content_type: &'a str,
     pub(crate) body: &'a [u8],
 }
 
 impl<'a> Response<'a> {
+    /// `content_type` is the header's value, in lower case.
     pub(crate) fn new(url: &'a Url, content_type: &'a str, body: &'a [u8]) -> Self {
         let mime = content_type.split(';').next().unwrap_or("").trim();
-        Self { url, mime, body }
+        Self {
+            url,
+            mime,
+            content_type,
+            body,
+        }
     }
 }
 
@@ -78,23 +87,57 @@ impl Kernel for HtmlKernel {
         matches!(response.mime, "text/html" | "application/xhtml+xml")
     }
 
+    /// A page in another encoding than UTF-8 is decoded first; its copy for the mirror is
+    /// UTF-8, begins with a byte order mark and declares UTF-8 in its `<meta>` tags, since the
+    /// HTTP header that named its encoding is not part of the copy. A page whose UTF-8 form
+    /// outgrows the budget is read up to there and mirrored as fetched.
     fn read(&self, response: &Response<'_>, rewrite: Option<Rewrite<'_>>) -> Harvest {
+        let syntax = match response.mime {
+            "application/xhtml+xml" => charset::Syntax::Xml,
+            _ => charset::Syntax::Html,
+        };
+        let page = charset::decode(
+            response.body,
+            response.content_type,
+            syntax,
+            self.budget.decoded(),
+        );
+        let transcoded = page.transcoded() && page.cut_at.is_none();
         let opts = ExtractOptions {
             budget: self.budget,
             respect_nofollow: self.respect_nofollow,
-            rewrite,
+            rewrite: rewrite.filter(|_| page.cut_at.is_none()),
+            query_encoding: page.query_encoding(),
+            declare_utf8: transcoded,
         };
-        match links::extract(response.body, response.url, &opts) {
-            Ok(found) => Harvest {
-                follow: found.links,
-                requisites: found.requisites,
-                follow_feeds: false,
-                nofollow: found.nofollow,
-                not_web: found.not_web,
-                stored: found.rewritten,
-                is_content: true,
-                cut: found.cut,
-            },
+        let marked = |mut copy: Vec<u8>| {
+            copy.splice(0..0, *b"\xEF\xBB\xBF");
+            copy
+        };
+        match links::extract(&page.utf8, response.url, &opts) {
+            Ok(found) => {
+                let mut cut = found.cut;
+                if let Some(at) = page.cut_at {
+                    let cut = cut.get_or_insert_with(Cut::default);
+                    cut.decoded_before = Some(at);
+                    cut.rewrite_dropped = rewrite.is_some();
+                }
+                Harvest {
+                    follow: found.links,
+                    requisites: found.requisites,
+                    follow_feeds: false,
+                    nofollow: found.nofollow,
+                    not_web: found.not_web,
+                    // A transcoded page whose rewriting was given up is still stored as UTF-8.
+                    stored: match (found.rewritten, transcoded && opts.rewrite.is_some()) {
+                        (Some(copy), true) => Some(marked(copy)),
+                        (None, true) => Some(marked(page.utf8.into_owned())),
+                        (copy, false) => copy,
+                    },
+                    is_content: true,
+                    cut,
+                }
+            }
             // Only a handler failing (an attribute it cannot set) ends the pass early; the
             // page is kept as is, with no links.
             Err(_) => Harvest {
@@ -214,6 +257,39 @@ mod tests {
 
         let image = Response::new(&url, "image/png", b"\x89PNG");
         assert!(kernels.for_response(&image).is_none());
+    }
+
+    /// A page whose UTF-8 form would outgrow the budget is read up to the bound, reported,
+    /// and mirrored as fetched; a smaller one in the same encoding is copied as UTF-8.
+    #[test]
+    fn a_transcoded_page_stays_within_its_budget() {
+        let kernels = Kernels::standard(false, ParseBudget::new(4_000));
+        let url = Url::parse("http://h/x").unwrap();
+        let rewrite = |u: &Url, _: crate::links::LinkKind| Some(format!("local{}", u.path()));
+        let read = |body: &[u8]| {
+            let page = Response::new(&url, "text/html; charset=windows-1252", body);
+            kernels
+                .for_response(&page)
+                .unwrap()
+                .read(&page, Some(&rewrite))
+        };
+        let mut big = b"<a href=/first>\x80</a>".to_vec();
+        big.extend(vec![0x80u8; 3_000]);
+        big.extend(b"<a href=/last>x</a>");
+        let h = read(&big);
+        assert_eq!(urls(&h), ["http://h/first"]);
+        assert!(h.stored.is_none());
+        let cut = h.cut.unwrap();
+        assert!(
+            cut.decoded_before.is_some() && cut.rewrite_dropped,
+            "{cut:?}"
+        );
+        let h = read(b"<a href=/first>\x80</a>");
+        assert_eq!(h.cut, None);
+        assert_eq!(
+            String::from_utf8(h.stored.unwrap()).unwrap(),
+            "\u{feff}<a href=\"local/first\">\u{20ac}</a>"
+        );
     }
 
     #[test]

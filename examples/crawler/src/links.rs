@@ -15,9 +15,13 @@
 //! When a mirror is written, the same pass rewrites each followed link and requisite to the
 //! relative path of its local copy (document 002's rewriting, wget's `-k`), other web links to
 //! absolute URLs, and drops `<base href>` so the relative paths resolve against the local file.
+//!
+//! The pass reads UTF-8 ([`crate::charset`] decodes other pages first); a link's query is
+//! percent-encoded in the page's own encoding, as the URL standard says and browsers do.
 
 use std::cell::RefCell;
 
+use encoding_rs::Encoding;
 use lol_html::html_content::{ContentType, Element};
 use lol_html::{HtmlRewriter, Settings, element, text};
 use url::Url;
@@ -46,6 +50,29 @@ pub(crate) struct ExtractOptions<'a> {
     /// When set, rewrite links for the offline mirror: given an absolute link, the relative
     /// path of its local copy, or `None` when the link is not mirrored.
     pub(crate) rewrite: Option<Rewrite<'a>>,
+    /// The encoding of the queries of the page's links (see
+    /// [`crate::charset::Decoded::query_encoding`]); `None` for UTF-8.
+    pub(crate) query_encoding: Option<&'static Encoding>,
+    /// When rewriting, make the page's charset declarations (`<meta charset>`,
+    /// `<meta http-equiv="Content-Type">`) say UTF-8: the page was decoded from another
+    /// encoding and its copy is UTF-8.
+    pub(crate) declare_utf8: bool,
+}
+
+/// `raw` resolved against `base`, its query percent-encoded in `query_encoding`.
+pub(crate) fn resolve(
+    base: &Url,
+    raw: &str,
+    query_encoding: Option<&'static Encoding>,
+) -> Result<Url, url::ParseError> {
+    let Some(encoding) = query_encoding else {
+        return base.join(raw);
+    };
+    let encode: &dyn Fn(&str) -> std::borrow::Cow<'_, [u8]> = &|s| encoding.encode(s).0;
+    Url::options()
+        .base_url(Some(base))
+        .encoding_override(Some(encode))
+        .parse(raw)
 }
 
 /// The result of one pass.
@@ -104,7 +131,11 @@ pub(crate) fn extract(
     // it becomes in the mirror (`None`: not a web URL, left as it is).
     let take = |raw: &str, kind: LinkKind, nofollow: bool| -> Option<String> {
         let mut p = pass.borrow_mut();
-        let resolved = p.base.as_ref().unwrap_or(page).join(raw.trim());
+        let resolved = resolve(
+            p.base.as_ref().unwrap_or(page),
+            raw.trim(),
+            opts.query_encoding,
+        );
         let Some(target) = resolved
             .ok()
             .filter(|t| matches!(t.scheme(), "http" | "https"))
@@ -173,10 +204,24 @@ pub(crate) fn extract(
                 // Only the first <base> counts (HTML standard).
                 if p.base.is_none() {
                     let href = el.get_attribute("href").unwrap_or_default();
-                    p.base = Some(page.join(href.trim()).unwrap_or_else(|_| page.clone()));
+                    let base = resolve(page, href.trim(), opts.query_encoding);
+                    p.base = Some(base.unwrap_or_else(|_| page.clone()));
                 }
                 if rewriting {
                     el.remove_attribute("href");
+                }
+                Ok(())
+            }))
+            .append_element_content_handler(element!("meta[charset]", |el| {
+                if rewriting && opts.declare_utf8 {
+                    el.set_attribute("charset", "utf-8")?;
+                }
+                Ok(())
+            }))
+            .append_element_content_handler(element!("meta[http-equiv][content]", |el| {
+                let pragma = el.get_attribute("http-equiv").unwrap_or_default();
+                if rewriting && opts.declare_utf8 && pragma.eq_ignore_ascii_case("content-type") {
+                    el.set_attribute("content", "text/html; charset=utf-8")?;
                 }
                 Ok(())
             }))
@@ -290,6 +335,7 @@ pub(crate) fn extract(
         p.links.kept.clear();
     }
     let cut = Cut {
+        decoded_before: None,
         parsed_before,
         links_dropped: p.links.dropped,
         rewrite_dropped,
@@ -361,6 +407,8 @@ mod tests {
             budget: ParseBudget::new(1 << 20),
             respect_nofollow: nofollow,
             rewrite: None,
+            query_encoding: None,
+            declare_utf8: false,
         };
         extract(html.as_bytes(), &page, &opts)
             .unwrap()
@@ -401,6 +449,8 @@ mod tests {
             budget: ParseBudget::new(1 << 20),
             respect_nofollow: false,
             rewrite: Some(&local),
+            query_encoding: None,
+            declare_utf8: false,
         };
         let found = extract(html.as_bytes(), &page, &opts).unwrap();
         let urls = found.requisites.iter().map(Url::to_string).collect();
@@ -450,6 +500,62 @@ mod tests {
         }
     }
 
+    /// The URL standard: a path is UTF-8 whatever the page's encoding, a query is encoded in
+    /// the page's (characters it cannot write become `&#N;`).
+    #[test]
+    fn queries_are_encoded_in_the_pages_encoding() {
+        let page = Url::parse("http://h/dir/page").unwrap();
+        let extract_in = |encoding| {
+            let opts = ExtractOptions {
+                budget: ParseBudget::new(1 << 20),
+                respect_nofollow: false,
+                rewrite: None,
+                query_encoding: encoding,
+                declare_utf8: false,
+            };
+            let html = "<a href='/caf\u{e9}.html?q=\u{e9}\u{20ac}&k=\u{4e2d}'>x</a>";
+            let found = extract(html.as_bytes(), &page, &opts).unwrap();
+            found.links[0].to_string()
+        };
+        assert_eq!(
+            extract_in(Some(encoding_rs::WINDOWS_1252)),
+            "http://h/caf%C3%A9.html?q=%E9%80&k=&%2320013;"
+        );
+        assert_eq!(
+            extract_in(Some(encoding_rs::SHIFT_JIS)),
+            "http://h/caf%C3%A9.html?q=&%23233;&%238364;&k=%92%86"
+        );
+        assert_eq!(
+            extract_in(None),
+            "http://h/caf%C3%A9.html?q=%C3%A9%E2%82%AC&k=%E4%B8%AD"
+        );
+    }
+
+    #[test]
+    fn a_transcoded_copy_declares_utf8() {
+        let page = Url::parse("http://h/p").unwrap();
+        let local = |u: &Url, _: LinkKind| Some(u.path().to_owned());
+        let opts = ExtractOptions {
+            budget: ParseBudget::new(1 << 20),
+            respect_nofollow: false,
+            rewrite: Some(&local),
+            query_encoding: Some(encoding_rs::WINDOWS_1252),
+            declare_utf8: true,
+        };
+        let html = concat!(
+            r#"<meta charset="iso-8859-1"><meta http-equiv="Content-Type" "#,
+            r#"content="text/html; charset=iso-8859-1"><meta http-equiv=refresh content="5">"#
+        );
+        let out = extract(html.as_bytes(), &page, &opts).unwrap();
+        assert_eq!(
+            String::from_utf8(out.rewritten.unwrap()).unwrap(),
+            concat!(
+                r#"<meta charset="utf-8"><meta http-equiv="Content-Type" "#,
+                r#"content="text/html; charset=utf-8"><meta http-equiv=refresh content="5">"#
+            )
+        );
+    }
+
     #[test]
     fn base_href_changes_resolution() {
         let html = r#"<head><base href="http://h/other/"></head><a href="x">x</a>"#;
@@ -469,13 +575,14 @@ mod tests {
     fn rewriting_points_links_at_local_copies() {
         let page = Url::parse("http://h/dir/page").unwrap();
         let local = |u: &Url, _: LinkKind| {
-            (u.host_str() == Some("h"))
-                .then(|| crate::mirror::relative_as((&page, LinkKind::Page), (u, LinkKind::Page)))
+            (u.host_str() == Some("h")).then(|| crate::mirror::relative(&page, u))
         };
         let opts = ExtractOptions {
             budget: ParseBudget::new(1 << 20),
             respect_nofollow: false,
             rewrite: Some(&local),
+            query_encoding: None,
+            declare_utf8: false,
         };
         let html = r#"<base href="/dir/"><a href="x">x</a><a href="http://g/y">y</a><a href="mailto:m">m</a>"#;
         let out = extract(html.as_bytes(), &page, &opts).unwrap();
@@ -498,6 +605,8 @@ mod tests {
             budget: ParseBudget::new(1 << 20),
             respect_nofollow: false,
             rewrite: Some(&local),
+            query_encoding: None,
+            declare_utf8: false,
         };
         let found = extract(html.as_bytes(), &page, &opts).unwrap();
         assert_eq!(found.links, [Url::parse("http://h/dir/first").unwrap()]);

@@ -10,9 +10,10 @@
 //!
 //! # How a URL travels
 //!
-//! 1. **Extraction** ([`links`]): one streaming `lol_html` pass over each page takes links only
-//!    from `a`, `area`, `link` (`href`) and `frame`, `iframe` (`src`), honours `<base href>` and,
-//!    optionally, `rel="nofollow"`; the same pass rewrites links for the offline mirror.
+//! 1. **Extraction** ([`links`]): a page is decoded by its declared charset ([`charset`]), then
+//!    one streaming `lol_html` pass takes links only from `a`, `area`, `link` (`href`) and
+//!    `frame`, `iframe` (`src`), honours `<base href>` and, optionally, `rel="nofollow"`; the
+//!    same pass rewrites links for the offline mirror.
 //! 2. **Canonicalization** ([`canonical`], backed by `url_dedup_canon`): one spelling per page
 //!    (fragments, tracking and session parameters, query order, case, default ports, dot
 //!    segments, percent-encoding).
@@ -59,6 +60,7 @@ mod admission;
 mod backend;
 mod budget;
 mod canonical;
+mod charset;
 mod checkpoint;
 mod clip;
 mod content_coding;

@@ -5,9 +5,10 @@
 use reqwest::header;
 use url::Url;
 
-use crate::admission::Candidate;
+use crate::admission::{Candidate, Rules};
 use crate::budget::Cut;
 use crate::canonical::Canonicalizer;
+use crate::charset::{self, Syntax};
 use crate::error::CrawlError;
 use crate::fetch::{BodyLimit, Exchange, Fetcher, Retry};
 use crate::job::{Job, JobKind};
@@ -156,6 +157,18 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
                 if job.hops >= config.max_redirects {
                     out.problem = Some((SkipReason::TooManyRedirects, format!("to {target}")));
                 } else {
+                    if config.mirror && job.kind == JobKind::Page {
+                        let rel = std::path::Path::new("mirror").join(mirror::path(&url));
+                        let stub = redirect_stub(ctx, &url, job.depth, &target);
+                        let shared = crate::files::Access::Shared;
+                        match crate::files::write(&config.out, &rel, stub.as_bytes(), shared) {
+                            Ok(()) => out.mirrored = true,
+                            Err(e) => {
+                                let path = config.out.join(&rel);
+                                out.fatal = Some(CrawlError::io("writing mirror file", path)(e));
+                            }
+                        }
+                    }
                     out.links.push(Candidate {
                         url: target,
                         depth: job.depth,
@@ -196,13 +209,9 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
                 if let Some(cut) = cut {
                     out.problem = Some((SkipReason::ParseLimit, cut.to_string()));
                 }
-                let as_kind = match kind {
-                    JobKind::Page => Some(LinkKind::Page),
-                    JobKind::Requisite => Some(LinkKind::Requisite),
-                    JobKind::Sitemap => None,
-                };
-                if let (true, Some(as_kind)) = (config.mirror, as_kind) {
-                    let rel = std::path::Path::new("mirror").join(mirror::path_as(&url, as_kind));
+                // A page and a requisite of one URL share one file; a sitemap has none.
+                if config.mirror && kind != JobKind::Sitemap {
+                    let rel = std::path::Path::new("mirror").join(mirror::path(&url));
                     let data = stored.as_deref().unwrap_or(&body);
                     let shared = crate::files::Access::Shared;
                     match crate::files::write(&config.out, &rel, data, shared) {
@@ -252,7 +261,7 @@ fn read_page(
         return (None, None);
     };
     let config = &ctx.config;
-    let local = |target: &Url, kind: LinkKind| local_path(ctx, (url, LinkKind::Page), target, kind);
+    let local = |target: &Url, kind: LinkKind| local_path(ctx, url, depth, target, kind);
     let rewrite = config.mirror.then_some(&local as Rewrite<'_>);
     let harvest = kernel.read(&response, rewrite);
     out.unfollowed = (harvest.nofollow as u64, harvest.not_web as u64);
@@ -272,7 +281,8 @@ fn read_page(
 
 /// Reads a fetched requisite: a stylesheet's own references (`url(...)`, `@import`) are
 /// requisites too, rewritten to their local copies when mirroring; anything else is stored as
-/// it is. Returns the rewritten stylesheet.
+/// it is. Returns the rewritten stylesheet (in UTF-8 when it was decoded from another
+/// encoding).
 fn read_requisite(
     ctx: &Context,
     url: &Url,
@@ -286,46 +296,91 @@ fn read_requisite(
         .unwrap_or("")
         .to_ascii_lowercase();
     let is_css = ct.starts_with("text/css") || (ct.is_empty() && url.path().ends_with(".css"));
-    let css = is_css.then(|| std::str::from_utf8(body).ok()).flatten()?;
+    if !is_css {
+        return None;
+    }
+    let cap = usize::try_from(ctx.config.fetch.max_body).unwrap_or(usize::MAX);
+    let decoded = charset::decode(body, &ct, Syntax::Css, cap);
+    if decoded.cut_at.is_some() {
+        // Its UTF-8 form outgrows the bound: stored as fetched, its references not read.
+        return None;
+    }
+    let css = String::from_utf8_lossy(&decoded.utf8);
     let mut found = Vec::new();
-    let (rewritten, _) = crate::css::rewrite(css, |reference| {
+    let (rewritten, _) = crate::css::rewrite(&css, |reference| {
         let target = url.join(reference.trim()).ok()?;
         if !matches!(target.scheme(), "http" | "https") {
             return None;
         }
-        let local = ctx.config.mirror.then(|| {
-            local_path(
-                ctx,
-                (url, LinkKind::Requisite),
-                &target,
-                LinkKind::Requisite,
-            )
-        });
+        let local = ctx
+            .config
+            .mirror
+            .then(|| local_path(ctx, url, depth, &target, LinkKind::Requisite));
         found.push(target);
         local.flatten()
     });
     push_requisites(links, found, depth);
-    ctx.config.mirror.then(|| rewritten.into_bytes())
+    if !ctx.config.mirror {
+        return None;
+    }
+    if !decoded.transcoded() {
+        return Some(rewritten.into_bytes());
+    }
+    // A copy in UTF-8, as for pages: a byte order mark, and `@charset` saying so.
+    let mut copy = b"\xEF\xBB\xBF".to_vec();
+    copy.extend_from_slice(charset::declare_utf8_css(&rewritten).as_bytes());
+    Some(copy)
 }
 
-/// The relative path from the mirrored file of `from` to the local copy of `target` (a page
-/// or a requisite), with the target's fragment; `None` when `target` is not mirrored (outside
-/// the crawl's scope, or without a canonical form).
+/// The relative path from the mirrored file of `from` (at `depth`) to the local copy of
+/// `target` (a page or a requisite found on it), with the target's fragment; `None` when the
+/// admission rules would not fetch `target` (no canonical form, a page outside the crawl's
+/// scope, a trap), so the link stays absolute.
 fn local_path(
     ctx: &Context,
-    from: (&Url, LinkKind),
+    from: &Url,
+    depth: u32,
     target: &Url,
     kind: LinkKind,
 ) -> Option<String> {
-    let canonical = ctx.canon.canonicalize(target).ok()?;
-    ctx.config.scope.contains(&canonical).then(|| {
-        let mut rel = mirror::relative_as(from, (&canonical, kind));
-        if let Some(f) = target.fragment() {
-            rel.push('#');
-            rel.push_str(f);
-        }
-        rel
-    })
+    let (depth, kind) = match kind {
+        LinkKind::Page => (depth + 1, JobKind::Page),
+        LinkKind::Requisite => (depth, JobKind::Requisite),
+    };
+    let rules = Rules {
+        canon: &ctx.canon,
+        config: &ctx.config,
+    };
+    let canonical = rules.vet(target, depth, kind, false).ok()?;
+    let mut rel = mirror::relative(from, &canonical);
+    if let Some(f) = target.fragment() {
+        rel.push('#');
+        rel.push_str(f);
+    }
+    Some(rel)
+}
+
+/// The mirror's copy of a page that redirects (at `depth`) to `target`: a page that sends
+/// the browser on, to the target's local copy when the crawl fetches it, to the target itself
+/// otherwise, so the local links to a redirecting URL (`/docs` to `/docs/`, `http` to
+/// `https`) lead somewhere.
+fn redirect_stub(ctx: &Context, url: &Url, depth: u32, target: &Url) -> String {
+    let rules = Rules {
+        canon: &ctx.canon,
+        config: &ctx.config,
+    };
+    let to = match rules.vet(target, depth, JobKind::Page, false) {
+        Ok(canonical) => mirror::relative(url, &canonical),
+        Err(_) => target.to_string(),
+    };
+    let to = to
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" \
+         content=\"0; url={to}\"><title>Moved</title><p>Moved to <a href=\"{to}\">{to}</a>.</p>\n"
+    )
 }
 
 /// Adds `urls` as requisite candidates at `depth`.

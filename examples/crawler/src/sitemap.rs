@@ -81,6 +81,7 @@ pub(crate) fn parse(body: &[u8], base: &Url, budget: ParseBudget) -> Sitemap {
     let (is_index, locs, _) = state.into_inner();
     Sitemap {
         cut: Cut {
+            decoded_before: None,
             parsed_before,
             links_dropped: locs.dropped,
             rewrite_dropped: false,

@@ -76,6 +76,7 @@ fn every_page_once_with_warc_and_a_browsable_mirror() {
     // Every link in the mirror points at a file that exists.
     let host_dir = out
         .join("mirror")
+        .join("http")
         .join(site.origin.trim_start_matches("http://").replace(':', "+"));
     let page = std::fs::read_to_string(host_dir.join("p").join("7.html")).unwrap();
     assert!(
@@ -565,6 +566,7 @@ fn only_accepted_content_types_and_only_html_is_parsed() {
     }
     let host_dir = out
         .join("mirror")
+        .join("http")
         .join(site.origin.trim_start_matches("http://").replace(':', "+"));
     assert!(host_dir.join("logo.png").exists());
     assert!(!host_dir.join("doc.pdf").exists());

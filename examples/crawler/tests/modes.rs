@@ -84,6 +84,7 @@ fn every_page_once_with_warc_and_mirror_in_both_modes() {
             );
             let host_dir = out
                 .join("mirror")
+                .join("http")
                 .join(site.origin.trim_start_matches("http://").replace(':', "+"));
             let page = std::fs::read_to_string(host_dir.join("p").join("1.html")).unwrap();
             assert!(page.contains("href=\"3.html\""), "{mode:?}: {page}");
