@@ -45,7 +45,7 @@ pub(crate) struct Options {
     #[arg(long, value_enum, default_value_t = ScopeKind::Host)]
     pub(crate) scope: ScopeKind,
 
-    /// URL prefix for --scope prefix (repeatable; default: the seeds).
+    /// URL prefix for --scope prefix (repeatable; default: each seed's directory, as wget -np).
     #[arg(long)]
     pub(crate) prefix: Vec<String>,
 

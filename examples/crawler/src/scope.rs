@@ -68,7 +68,8 @@ pub(crate) enum ScopeKind {
     Host,
     /// Same registrable domain as a seed.
     Domain,
-    /// Same URL prefix as a seed (or a `--prefix`).
+    /// Under a seed's directory (`http://h/std/index.html`: `http://h/std/`), as `wget -np`,
+    /// or under a `--prefix`.
     Prefix,
 }
 
@@ -78,9 +79,7 @@ impl Scope {
         let mut keys: Vec<String> = match kind {
             ScopeKind::Host => seeds.iter().map(host_of).collect(),
             ScopeKind::Domain => seeds.iter().map(domain_key).collect(),
-            ScopeKind::Prefix if prefixes.is_empty() => {
-                seeds.iter().map(|u| u.to_string()).collect()
-            }
+            ScopeKind::Prefix if prefixes.is_empty() => seeds.iter().map(directory_of).collect(),
             ScopeKind::Prefix => prefixes.iter().map(|u| u.to_string()).collect(),
         };
         keys.sort();
@@ -112,6 +111,19 @@ impl Scope {
             }
         }
     }
+}
+
+/// A seed's directory, as `wget --no-parent` takes it: the URL up to the last `/` of its path
+/// (`http://h/std/index.html` is under `http://h/std/`).
+fn directory_of(seed: &Url) -> String {
+    let mut dir = seed.clone();
+    dir.set_query(None);
+    dir.set_fragment(None);
+    let path = dir.path();
+    let cut = path.rfind('/').map_or(1, |i| i + 1);
+    let path = path[..cut].to_owned();
+    dir.set_path(&path);
+    dir.to_string()
 }
 
 /// The registrable domain (eTLD+1); hosts without one (IP addresses, `localhost`) stand for
@@ -171,6 +183,17 @@ mod tests {
                 .unwrap_err()
                 .contains("--accept-regex")
         );
+    }
+
+    /// `--scope prefix` from a page stays in that page's directory, as `wget --no-parent` does;
+    /// it once kept to the seed's own URL, so a crawl from `/std/index.html` stopped there.
+    #[test]
+    fn a_prefix_from_a_page_is_its_directory() {
+        let s = Scope::new(ScopeKind::Prefix, &[u("http://h/std/index.html?x=1")], &[]);
+        assert!(s.contains(&u("http://h/std/vec/struct.Vec.html")));
+        assert!(s.contains(&u("http://h/std/index.html")));
+        assert!(!s.contains(&u("http://h/core/index.html")));
+        assert!(!s.contains(&u("http://h/stdlib/")));
     }
 
     #[test]
