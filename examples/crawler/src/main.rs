@@ -17,23 +17,24 @@
 //! 2. **Canonicalization** ([`canonical`], backed by `url_dedup_canon`): one spelling per page
 //!    (fragments, tracking and session parameters, query order, case, default ports, dot
 //!    segments, percent-encoding).
-//! 3. **Scope and traps** ([`scope`], [`traps`]): same host, same registrable domain or a URL
-//!    prefix; URL length, `/` count, depth and a per-host budget. Every skip is reported with
-//!    its reason ([`skip`], `skipped.tsv`).
-//! 4. **Done set** ([`done`], [`state`]): document 002's "is this URL already done?" is the
-//!    facade `url_dedup::UrlDedup`, the type every embedding crawler uses, asked under the lock
-//!    that also journals the admission, so a URL is admitted exactly once; with `--similar`,
-//!    its similarity filter (document 004) may also skip it.
-//! 5. **Run queue** ([`frontier`], [`router`], [`worker`]): breadth-first; hosts are assigned to
-//!    workers by `url_dedup_partition`'s table (document 002's `Transfer(host) mod n`); each
-//!    host gets one
-//!    request at a time (`--per-host`), a delay, and its robots.txt rules ([`robots`]),
+//! 3. **Admission** ([`admission`], one set of rules for both modes): scope ([`scope`]),
+//!    link patterns, trap rules ([`traps`], [`template`]) and budgets, then the done set
+//!    ([`done`]): document 002's "is this URL already done?" is the facade
+//!    `url_dedup::UrlDedup`, the type every embedding crawler uses; exactly one caller is told
+//!    a URL is new; with `--similar`, its similarity filter (document 004) may also skip it.
+//!    Every skip is reported with its reason ([`skip`], `skipped.tsv`).
+//! 4. **Run queue** ([`backend`]): in this process ([`backend::local`], a journal and
+//!    checkpoints) or in Redis ([`backend::shared`]), breadth-first.
+//! 5. **Politeness** ([`router`], [`worker`]): hosts ([`job::host_of`]) are assigned to workers
+//!    by `url_dedup_partition`'s table (document 002's `Transfer(host) mod n`); each host gets
+//!    one request at a time (`--per-host`), a delay, and its robots.txt rules ([`robots`]),
 //!    including `Crawl-delay` and `Sitemap` ([`sitemap`]).
 //! 6. **Fetch** ([`fetch`], [`content_coding`]): reqwest over rustls, timeouts, no automatic
 //!    redirects (each target goes back through steps 2-4, up to `--max-redirects`), a cap on the
-//!    body, a content-type filter decided on the headers, gzip/deflate decoded with a cap.
-//! 7. **Output** ([`warc`], [`mirror`]): WARC request and response records, and a mirror
-//!    directory with rewritten links.
+//!    body, a content-type filter decided on the headers, gzip/deflate decoded with a cap,
+//!    passing failures tried again ([`page`]).
+//! 7. **Output** ([`warc`], [`mirror`], [`files`]): WARC request and response records, and a
+//!    mirror directory with rewritten links, never written through a link planted in `--out`.
 //! 8. **Resume** ([`journal`], [`checkpoint`]): every admission and completion is journaled
 //!    before it takes effect; periodic checkpoints (run queue and filter snapshot, written then
 //!    renamed) bound the journal. After `kill -9`, the same command continues: no URL lost, only
