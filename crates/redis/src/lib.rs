@@ -129,13 +129,16 @@ mod connection;
 mod deployment;
 mod error;
 mod frontier;
+mod health;
 mod ids;
-mod known_bits;
+mod io;
 mod leader;
 mod link;
 mod membership;
 mod namespace;
+mod node;
 mod resp;
+mod retry;
 mod segment_store;
 mod shared_config;
 mod shared_filter;
@@ -148,14 +151,16 @@ mod wire;
 pub use connection::Connection;
 pub use error::{Error, Result};
 pub use frontier::{Claim, Frontier, FrontierSettings};
+pub use health::LinkStats;
 pub use ids::GlobalIds;
-pub use known_bits::KnownBitsStats;
 pub use leader::{Epoch, LeaderLease};
-pub use link::{Backoff, Link};
+pub use link::Link;
 pub use membership::Membership;
 pub use namespace::{Namespace, WorkerId};
+pub use retry::Backoff;
 pub use segment_store::{
-    Acknowledge, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, StoreOptions, Uncertain, WriteMode,
+    Acknowledge, KnownBitsStats, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, StoreOptions, Uncertain,
+    WriteMode,
 };
 pub use shared_config::{ConfigSnapshot, SharedConfig};
 pub use shared_filter::SharedFilter;

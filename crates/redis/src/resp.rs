@@ -12,11 +12,6 @@ pub(crate) struct Packed {
 }
 
 impl Packed {
-    pub(crate) fn clear(&mut self) {
-        self.buf.clear();
-        self.commands = 0;
-    }
-
     /// Starts a command of `args` arguments (the command name counts).
     pub(crate) fn command(&mut self, args: usize) {
         self.commands += 1;

@@ -35,10 +35,8 @@ use url_dedup_segmented::{
 };
 
 use crate::error::{Error, Result};
-use crate::segment_store::{
-    HEADER_BITS, HEADER_OPS, KeyHeader, LayerShape, RedisSegmentStore, StoreOptions, Uncertain,
-    header_reads,
-};
+use crate::segment_store::header::{HEADER_BITS, HEADER_OPS, KeyHeader, header_reads};
+use crate::segment_store::{LayerShape, RedisSegmentStore, StoreOptions, Uncertain};
 
 /// Rounds of re-planning a batch whose keys keep growing under it: growth adds one layer per
 /// key at a time, and a layer takes many batches to fill, so two rounds are the norm.
@@ -263,8 +261,8 @@ impl<H: ItemHasher> SharedFilter<H> {
         let first = self.store.layer(0)?;
         let probes: Vec<Probe> = digests.iter().map(|&d| first.layout.probe(d)).collect();
         let mut found = vec![false; digests.len()];
-        let (single, grown): (Vec<usize>, Vec<usize>) =
-            (0..digests.len()).partition(|&i| self.store.layers_of(self.key_of(probes[i])) == 1);
+        let (single, grown): (Vec<usize>, Vec<usize>) = (0..digests.len())
+            .partition(|&i| self.store.keys().layers_of(self.key_of(probes[i])) == 1);
         // Present in a grown key when all its first-layer bits are known set: no round trip.
         let (known, grown) = self.split_known(grown, &probes)?;
         known.iter().for_each(|&i| found[i] = true);
@@ -293,7 +291,7 @@ impl<H: ItemHasher> SharedFilter<H> {
             }
             let mut next = Vec::new();
             for (key, members) in group_by_key(&again, |i| self.key_of(probes[i])) {
-                let layers = self.store.layers_of(key);
+                let layers = self.store.keys().layers_of(key);
                 let present = self.read_layers(key, &members, &digests, 0..layers)?;
                 match present {
                     Some(present) => {
@@ -489,7 +487,7 @@ impl<H: ItemHasher> SharedFilter<H> {
                     continue;
                 }
                 while self.store.check_key(key)?.layers <= j {
-                    let layers = self.store.layers_of(key);
+                    let layers = self.store.keys().layers_of(key);
                     self.grow(key, layers)?;
                 }
                 self.store.merge_region(
@@ -563,7 +561,7 @@ impl<H: ItemHasher> SharedFilter<H> {
             }
             let mut unsettled = Vec::new();
             for (key, members) in group_by_key(&claims, |i| self.key_of(probes[i])) {
-                let layers = self.store.layers_of(key);
+                let layers = self.store.keys().layers_of(key);
                 match self.read_layers(key, &members, digests, 1..layers)? {
                     Some(present) => {
                         for (&i, p) in members.iter().zip(present) {
@@ -576,7 +574,7 @@ impl<H: ItemHasher> SharedFilter<H> {
             claims = unsettled;
             let (single, grown): (Vec<usize>, Vec<usize>) = todo
                 .iter()
-                .partition(|&&i| self.store.layers_of(self.key_of(probes[i])) == 1);
+                .partition(|&&i| self.store.keys().layers_of(self.key_of(probes[i])) == 1);
             todo = Vec::new();
             // An item of a grown key whose first-layer bits are all known set is a duplicate
             // (the script would find it in that layer): no round trip, as for a first layer.
@@ -605,7 +603,7 @@ impl<H: ItemHasher> SharedFilter<H> {
                     seen.1 += admitted;
                 }
                 for (&key, &(counted, admitted)) in &fill {
-                    self.store.add_pending(key, admitted);
+                    self.store.keys().add_pending(key, admitted);
                     if counted + admitted >= trigger(first.share) {
                         to_grow.insert(key, 1);
                     }
@@ -619,7 +617,7 @@ impl<H: ItemHasher> SharedFilter<H> {
             }
 
             for (key, members) in group_by_key(&grown, |i| self.key_of(probes[i])) {
-                let layers = self.store.layers_of(key);
+                let layers = self.store.keys().layers_of(key);
                 match self.admit_grown(key, layers, &members, digests)? {
                     Admitted::Verdicts { answers, admitted } => {
                         for (&i, a) in members.iter().zip(answers) {
@@ -666,25 +664,26 @@ impl<H: ItemHasher> SharedFilter<H> {
         digests: &[Digest],
         layers: std::ops::Range<u32>,
     ) -> Result<Option<Vec<bool>>> {
-        let planned = self.store.layers_of(key);
+        let planned = self.store.keys().layers_of(key);
         let shapes: Vec<LayerShape> = layers
             .clone()
             .map(|j| self.store.layer(j))
             .collect::<Result<_>>()?;
         let data_key = self.store.data_key(key);
-        let expect = self.store.expect(key);
-        let values: Vec<i64> = self.store.with_key("read layers", &data_key, |live| {
-            let mut cmd = redis::cmd("BITFIELD_RO");
-            cmd.arg(&data_key);
-            header_reads(&mut cmd, expect);
-            for &i in members {
-                for shape in &shapes {
-                    for offset in Self::offsets(shape, digests[i]) {
-                        cmd.arg("GET").arg("u1").arg(offset);
-                    }
+        let expect = self.store.keys().expect(key);
+        let mut cmd = redis::cmd("BITFIELD_RO");
+        cmd.arg(&data_key);
+        header_reads(&mut cmd, expect);
+        for &i in members {
+            for shape in &shapes {
+                for offset in Self::offsets(shape, digests[i]) {
+                    cmd.arg("GET").arg("u1").arg(offset);
                 }
             }
-            cmd.query(&mut live.admin)
+        }
+        let values: Vec<i64> = self.store.with_key("read layers", &data_key, |mut conn| {
+            let cmd = &cmd;
+            async move { Ok(cmd.query_async(&mut conn).await?) }
         })?;
         let (header, bits) = values.split_at(HEADER_OPS.min(values.len()));
         let met = self
@@ -721,36 +720,33 @@ impl<H: ItemHasher> SharedFilter<H> {
             .collect::<Result<_>>()?;
         let data_key = self.store.data_key(key);
         let generation = self.store.generation_bytes();
-        let expect = self.store.expect(key);
-        let cluster = self.store.is_cluster();
-        // Chosen by the first attempt and kept by its retries, which ask whether it ran.
-        let mut stamp: Option<(String, u64)> = None;
+        let expect = self.store.keys().expect(key);
+        // Chosen once and kept by the call's retries, which ask whether an attempt ran.
+        let (stamp_key, number, _held) = self.store.script_stamp(&data_key);
+        let mut call = scripts().admit.prepare_invoke();
+        call.key(&data_key)
+            .key(&stamp_key)
+            .arg(&generation[..])
+            .arg(layers)
+            .arg(members.len())
+            .arg(self.store.options().token_ttl_ms())
+            .arg(expect.witness.checked_sub(1).map_or(0, |w| HEADER_BITS + w))
+            .arg(number);
+        for shape in &shapes {
+            call.arg(shape.layout.hashes());
+        }
+        for &i in members {
+            for shape in &shapes {
+                for offset in Self::offsets(shape, digests[i]) {
+                    call.arg(offset);
+                }
+            }
+        }
         let reply: Vec<i64> = self
             .store
-            .with_key("admit into a grown key", &data_key, |live| {
-                let (stamp_key, number) = stamp
-                    .get_or_insert_with(|| live.next_stamp(cluster, &data_key))
-                    .clone();
-                let mut call = scripts().admit.prepare_invoke();
-                call.key(&data_key)
-                    .key(&stamp_key)
-                    .arg(&generation[..])
-                    .arg(layers)
-                    .arg(members.len())
-                    .arg(self.store.options().token_ttl_ms())
-                    .arg(expect.witness.checked_sub(1).map_or(0, |w| HEADER_BITS + w))
-                    .arg(number);
-                for shape in &shapes {
-                    call.arg(shape.layout.hashes());
-                }
-                for &i in members {
-                    for shape in &shapes {
-                        for offset in Self::offsets(shape, digests[i]) {
-                            call.arg(offset);
-                        }
-                    }
-                }
-                call.invoke(&mut live.admin)
+            .with_key("admit into a grown key", &data_key, |mut conn| {
+                let call = &call;
+                async move { Ok(call.invoke_async(&mut conn).await?) }
             })
             .map_err(|e| self.reset_or(e))?;
         match reply.as_slice() {
@@ -790,16 +786,16 @@ impl<H: ItemHasher> SharedFilter<H> {
         let bytes = (shape.start + shape.per_key * shape.layout.segment_bits()) / 8;
         let data_key = self.store.data_key(key);
         let generation = self.store.generation_bytes();
+        let mut call = scripts().grow.prepare_invoke();
+        call.key(&data_key)
+            .arg(&generation[..])
+            .arg(layers)
+            .arg(bytes);
         let now: i64 = self
             .store
-            .with_key("grow a key", &data_key, |live| {
-                scripts()
-                    .grow
-                    .key(&data_key)
-                    .arg(&generation[..])
-                    .arg(layers)
-                    .arg(bytes)
-                    .invoke(&mut live.admin)
+            .with_key("grow a key", &data_key, |mut conn| {
+                let call = &call;
+                async move { Ok(call.invoke_async(&mut conn).await?) }
             })
             .map_err(|e| self.reset_or(e))?;
         self.note(key, now);
@@ -808,7 +804,7 @@ impl<H: ItemHasher> SharedFilter<H> {
 
     fn note(&self, key: u64, layers: i64) {
         if let Ok(layers) = u32::try_from(layers) {
-            self.store.note_layers(key, layers);
+            self.store.keys().note_layers(key, layers);
         }
     }
 
