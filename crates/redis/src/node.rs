@@ -72,7 +72,7 @@ impl NodeConn {
     }
 
     /// Sends `bytes`, `replies` commands, and waits up to `limit` for their replies. `extra`
-    /// lengthens the connection's own response timeout for a blocking command; `generation`
+    /// lengthens both waits for a blocking command; `generation`
     /// pins the request to one connection (see the module documentation).
     pub(crate) async fn request(
         &self,
@@ -93,6 +93,7 @@ impl NodeConn {
         self.requests
             .send(request)
             .map_err(|_| gone("the connection task has ended"))?;
+        let limit = limit.saturating_add(extra.unwrap_or(Duration::ZERO));
         match tokio::time::timeout(limit, answered).await {
             Ok(Ok(answer)) => Ok(answer?),
             Ok(Err(_)) => Err(gone("the connection task dropped the request").into()),

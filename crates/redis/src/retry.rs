@@ -138,9 +138,10 @@ impl<'a> Retry<'a> {
         }
     }
 
-    /// An attempt begins now: how long it may wait for each reply. Never past the moment the
-    /// call would give up, so a call ends within its budget even on a server that stopped
-    /// answering without closing its connections.
+    /// An attempt begins now: how long it may wait for each reply (a blocking command's own
+    /// timeout comes on top). Not much past the moment the call would give up, so a call ends
+    /// about when its budget does even on a server that stopped answering without closing its
+    /// connections.
     pub(crate) fn attempt(&mut self) -> Duration {
         let now = Instant::now();
         self.attempt_started = now;
@@ -152,12 +153,16 @@ impl<'a> Retry<'a> {
                 .response_timeout
                 .min(self.backoff.connect_timeout);
         }
-        // A server that answered until now becomes unreachable, if it does, from now.
+        // A server that answered until now becomes unreachable, if it does, from now. The
+        // last attempt still gets a connect timeout's worth: an answer needs a round trip.
         let deadline = self.deadline(self.health.down_since().unwrap_or(now));
+        let floor = self
+            .backoff
+            .connect_timeout
+            .min(self.backoff.response_timeout);
         self.backoff
             .response_timeout
-            .min(deadline.saturating_duration_since(now))
-            .max(Duration::from_millis(1))
+            .min(deadline.saturating_duration_since(now).max(floor))
     }
 
     /// When the call gives up, for an outage that began at `since`: the budget after the
