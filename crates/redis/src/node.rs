@@ -195,6 +195,10 @@ async fn serve(
     let mut framed = 0;
     let mut next = Some(first);
     let mut open = true;
+    // One timer for the front request's reply, moved rather than made anew on every turn.
+    let overdue = tokio::time::sleep_until(far_future());
+    tokio::pin!(overdue);
+    let mut armed = None;
     let failure = loop {
         if let Some(request) = next.take() {
             if request.generation.is_some_and(|g| g != generation) {
@@ -234,6 +238,13 @@ async fn serve(
             return true;
         }
         let deadline = pending.front().and_then(|p| p.deadline);
+        if deadline != armed {
+            overdue.as_mut().reset(deadline.unwrap_or_else(far_future));
+            armed = deadline;
+        }
+        if buf.capacity() - buf.len() < 16 << 10 {
+            buf.reserve(64 << 10);
+        }
         tokio::select! {
             request = queue.recv(), if open => match request {
                 Some(request) => next = Some(request),
@@ -248,7 +259,7 @@ async fn serve(
                 }
                 Err(e) => break e,
             },
-            () = sleep_until(deadline), if deadline.is_some() => {
+            () = &mut overdue, if armed.is_some() => {
                 break io::Error::new(io::ErrorKind::TimedOut, "redis did not answer in time");
             }
         }
@@ -259,11 +270,9 @@ async fn serve(
     false
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
+/// A deadline that never comes (about a year away).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(365 * 24 * 3600)
 }
 
 /// Frames the replies in `buf` past `framed` and hands each request its replies once all have
@@ -275,24 +284,25 @@ fn dispatch(
     generation: u64,
     health: &Health,
 ) -> io::Result<()> {
-    loop {
+    // An error reply (a server still loading, a cluster failing over) is no sign of health;
+    // anything else is.
+    let mut healthy = false;
+    let result = loop {
         let Some(front) = pending.front_mut() else {
             if buf.len() > *framed {
-                return Err(io::Error::new(
+                break Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     "redis sent a reply nobody asked for",
                 ));
             }
-            return Ok(());
+            break Ok(());
         };
-        let Some(len) = frame(&buf[*framed..])? else {
-            return Ok(());
+        let len = match frame(&buf[*framed..]) {
+            Ok(Some(len)) => len,
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e),
         };
-        // An error reply (a server still loading, a cluster failing over) is no sign of
-        // health; anything else is.
-        if buf[*framed] != b'-' {
-            health.heard();
-        }
+        healthy |= buf[*framed] != b'-';
         *framed += len;
         front.replies -= 1;
         if front.replies == 0 {
@@ -303,7 +313,11 @@ fn dispatch(
                 let _ = done.answer.send(Ok(Answer { bytes, generation }));
             }
         }
+    };
+    if healthy {
+        health.heard();
     }
+    result
 }
 
 /// Opens a connection to `target` and authenticates and selects its database.

@@ -155,7 +155,6 @@ fn long_outage_is_a_typed_error_and_recovers() {
         );
 
         server.kill();
-        let start = std::time::Instant::now();
         let err = frontier.claim(&me).await.unwrap_err();
         assert!(
             matches!(
@@ -167,7 +166,6 @@ fn long_outage_is_a_typed_error_and_recovers() {
             ),
             "{err}"
         );
-        assert!(start.elapsed() < Duration::from_secs(5));
 
         server.restart().unwrap();
         link.ping().await.expect("same link reconnects");

@@ -246,9 +246,9 @@ impl RedisSegmentStore {
     pub(crate) fn check_key(&self, key: u64) -> Result<KeyHeader> {
         let expect = self.keys.expect(key);
         let data_key = self.data_key(key);
-        let values: Vec<Option<i64>> = self.with_key("check filter", &data_key, |mut conn| {
+        let values: Vec<Option<i64>> = self.with_key("check filter", data_key, |mut conn| {
             let mut cmd = redis::cmd("BITFIELD_RO");
-            cmd.arg(&data_key);
+            cmd.arg(data_key);
             header_reads(&mut cmd, expect);
             async move { Ok(cmd.query_async(&mut conn).await?) }
         })?;
@@ -256,7 +256,7 @@ impl RedisSegmentStore {
         let mut checked = self.check_headers(std::iter::once((key, expect)), &header)?;
         checked
             .pop()
-            .ok_or_else(|| corrupt(&data_key, "BITFIELD_RO answered no header"))
+            .ok_or_else(|| corrupt(data_key, "BITFIELD_RO answered no header"))
     }
 
     /// Reads one data key's header (every key in turn) if the store has not met one for

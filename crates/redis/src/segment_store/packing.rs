@@ -90,7 +90,7 @@ impl RedisSegmentStore {
         });
         let ops = members.len() * layout.hashes() as usize;
         let expect = self.keys.expect(key);
-        pack_bitfield_command(packed, set, &self.data_key(key), 0, expect, ops, offsets);
+        pack_bitfield_command(packed, set, self.data_key(key), 0, expect, ops, offsets);
     }
 
     /// The batch's probe indexes sorted by data key; stable, so a repeat sees its first
@@ -166,7 +166,7 @@ impl RedisSegmentStore {
         pack_bitfield_command(
             packed,
             set,
-            &self.data_key(key),
+            self.data_key(key),
             admitted,
             plan.floors[c],
             to - from,

@@ -154,8 +154,8 @@ impl RedisSegmentStore {
         while (data.len() as u64) < bytes {
             let from = start + data.len() as u64;
             let to = (from + TRANSFER_CHUNK).min(start + bytes) - 1;
-            let piece: Vec<u8> = self.with_key("read segment", &key, |mut conn| {
-                let cmd = redis::cmd("GETRANGE").arg(&key).arg(from).arg(to).clone();
+            let piece: Vec<u8> = self.with_key("read segment", key, |mut conn| {
+                let cmd = redis::cmd("GETRANGE").arg(key).arg(from).arg(to).clone();
                 async move { Ok(cmd.query_async(&mut conn).await?) }
             })?;
             if piece.is_empty() {
@@ -164,7 +164,7 @@ impl RedisSegmentStore {
             data.extend_from_slice(&piece);
         }
         if data.len() as u64 > bytes {
-            return Err(corrupt(&key, "GETRANGE returned more than asked"));
+            return Err(corrupt(key, "GETRANGE returned more than asked"));
         }
         Ok(data)
     }
@@ -188,7 +188,7 @@ impl RedisSegmentStore {
         // The helper key shares the data key's hash tag, so the transaction stays in one slot.
         let scratch = format!("{key}:merge");
         let start = start as usize;
-        self.with_key("merge segment", &key, |mut conn| {
+        self.with_key("merge segment", key, |mut conn| {
             let mut pipe = redis::pipe();
             pipe.atomic();
             pipe.cmd("DEL").arg(&scratch).ignore();
@@ -203,8 +203,8 @@ impl RedisSegmentStore {
             // OR in place: bits already set stay set, so merging never loses an admission.
             pipe.cmd("BITOP")
                 .arg("OR")
-                .arg(&key)
-                .arg(&key)
+                .arg(key)
+                .arg(key)
                 .arg(&scratch)
                 .ignore();
             pipe.cmd("DEL").arg(&scratch).ignore();
