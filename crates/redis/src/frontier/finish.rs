@@ -161,7 +161,7 @@ impl Frontier {
     /// # Errors
     ///
     /// [`Error::InvalidTask`] for a URL longer than
-    /// [`max_url_len`](FrontierSettings::max_url_len) or a claim of another worker (nothing is
+    /// [`max_url_len`](crate::FrontierSettings::max_url_len) or a claim of another worker (nothing is
     /// done); [`Error::Unavailable`] when Redis stays unreachable.
     ///
     /// # Examples
@@ -259,7 +259,7 @@ impl Frontier {
     }
 
     /// Gives `host` its own politeness delay, in place of
-    /// [`host_delay`](FrontierSettings::host_delay), for every worker: what its robots.txt
+    /// [`host_delay`](crate::FrontierSettings::host_delay), for every worker: what its robots.txt
     /// asks (`Crawl-delay`), learnt by whichever worker read it first. Its claims start at least
     /// this long apart from then on, and its next one at least this long from now (a request
     /// to it may have started just before).

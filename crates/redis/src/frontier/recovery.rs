@@ -11,7 +11,7 @@ impl Frontier {
     ///
     /// # Errors
     ///
-    /// [`Error::Unavailable`] when Redis stays unreachable.
+    /// [`Error::Unavailable`](crate::Error::Unavailable) when Redis stays unreachable.
     ///
     /// # Examples
     ///
@@ -58,7 +58,7 @@ impl Frontier {
     ///
     /// # Errors
     ///
-    /// [`Error::Unavailable`] when Redis stays unreachable.
+    /// [`Error::Unavailable`](crate::Error::Unavailable) when Redis stays unreachable.
     ///
     /// # Examples
     ///
@@ -114,7 +114,7 @@ impl Frontier {
     ///
     /// # Errors
     ///
-    /// [`Error::Unavailable`] when Redis stays unreachable.
+    /// [`Error::Unavailable`](crate::Error::Unavailable) when Redis stays unreachable.
     ///
     /// # Examples
     ///
@@ -145,7 +145,7 @@ impl Frontier {
     ///
     /// # Errors
     ///
-    /// [`Error::Unavailable`] when Redis stays unreachable.
+    /// [`Error::Unavailable`](crate::Error::Unavailable) when Redis stays unreachable.
     ///
     /// # Examples
     ///

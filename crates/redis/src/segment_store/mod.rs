@@ -43,7 +43,8 @@ pub use options::{Acknowledge, StoreOptions, Uncertain, WriteMode};
 pub use sizing::REDIS_SIZE_FOR_SPEED;
 use sizing::default_segments_per_key;
 
-/// The [`SegmentStore`] of a segmented filter shared through Redis by many processes.
+/// The [`SegmentStore`](url_dedup_segmented::SegmentStore) of a segmented filter shared through
+/// Redis by many processes.
 ///
 /// * **One Redis string per segment** (`<prefix>:<n>`, or `<prefix>:{n}` with
 ///   [`cluster_tags`](StoreOptions::cluster_tags)), created at full size when the filter is
@@ -61,7 +62,7 @@ use sizing::default_segments_per_key;
 ///   move segments to and from the in-memory filter with `GETRANGE`/`SETRANGE`, whose
 ///   snapshot format then writes or reads files.
 /// * **Failures**: calls go through the store's [`Link`](crate::Link), which reconnects and
-///   retries under the [`Backoff`] policy (the give-up budget shared with every link of the
+///   retries under the [`Backoff`](crate::Backoff) policy (the give-up budget shared with every link of the
 ///   process on the same Redis); the metadata is checked again on every new connection (a
 ///   Redis that restarted empty gets it back); a batch whose reply was lost is handled per
 ///   [`Uncertain`].

@@ -55,7 +55,7 @@ pub enum Uncertain {
     TrustRedis,
 }
 
-/// Where and how a [`RedisSegmentStore`] keeps its segments.
+/// Where and how a [`RedisSegmentStore`](crate::RedisSegmentStore) keeps its segments.
 ///
 /// # Examples
 ///
@@ -78,7 +78,7 @@ pub struct StoreOptions {
     /// share its slot. Always on for a filter created on a cluster; recorded in the metadata.
     pub cluster_tags: bool,
     /// Segments stored side by side in one Redis string; `None` packs as many as fit in just
-    /// under 1 MiB (see [`RedisSegmentStore`] for why). Recorded in the metadata.
+    /// under 1 MiB (see [`RedisSegmentStore`](crate::RedisSegmentStore) for why). Recorded in the metadata.
     pub segments_per_key: Option<u64>,
     /// How batches set bits.
     pub mode: WriteMode,
@@ -118,18 +118,20 @@ pub struct StoreOptions {
     pub known_bits_limit: u64,
     /// Wait after every writing batch until this many replicas of each master it wrote to
     /// have its writes (`WAIT`, sent right after the batch on its connection, in the same
-    /// round trip). A batch whose writes are not acknowledged in time is tried
-    /// again like a batch whose reply was lost (its answers per [`Uncertain`]), until the
-    /// backoff's budget is spent ([`Error::Unavailable`]).
-    /// Redis replicates asynchronously: without this, a master that dies may take the last
-    /// admissions with it, and its promoted replica admits those URLs again (the write
-    /// counts in the keys' headers notice it when a client saw them, see
-    /// [`Error::StoreReset`]). Costs one more round trip per batch and master.
+    /// round trip). A batch whose writes are not acknowledged in time is tried again like a
+    /// batch whose reply was lost (its answers per [`Uncertain`]), until the backoff's budget
+    /// is spent ([`Error::Unavailable`](crate::Error::Unavailable)). Redis replicates
+    /// asynchronously: without this, a master that dies may take the last admissions with
+    /// it, and its promoted replica admits those URLs again (the write counts in the keys'
+    /// headers notice it when a client saw them, see
+    /// [`Error::StoreReset`](crate::Error::StoreReset)). Costs the replicas' acknowledgement
+    /// per batch and master.
     pub acknowledge: Option<Acknowledge>,
     /// For a growing filter created by this store: this many bits per item and layer (see
-    /// [`RedisSegmentStore::layout_for_hashes`]). Redis's work per URL is proportional to it,
-    /// and the filter's memory grows as it falls. `None`: [`RedisSegmentStore::layout_for`]'s
-    /// choice (2 at 1%). Recorded in the metadata.
+    /// [`RedisSegmentStore::layout_for_hashes`](crate::RedisSegmentStore::layout_for_hashes)).
+    /// Redis's work per URL is proportional to it, and the filter's memory grows as it falls.
+    /// `None`: the choice of [`RedisSegmentStore::layout_for`](crate::RedisSegmentStore::layout_for)
+    /// (2 at 1%). Recorded in the metadata.
     pub hashes: Option<u32>,
 }
 

@@ -15,7 +15,8 @@ const MAX_SEGMENT_BYTES: u64 = MAX_SEGMENT_BITS / 8;
 
 impl RedisSegmentStore {
     /// Copies every segment into a new in-memory store (`GETRANGE` in 1 MiB pieces). Wrap it
-    /// with [`SegmentedBloomFilter::with_store`] and the hasher to write a snapshot file.
+    /// with [`SegmentedBloomFilter::with_store`](url_dedup_segmented::SegmentedBloomFilter::with_store)
+    /// and the hasher to write a snapshot file.
     ///
     /// Segments are read one after another, not at one instant: bits set during the copy may
     /// or may not be in it, as with any online backup of a filter that only gains bits.
