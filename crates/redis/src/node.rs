@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::{ConnectionAddr, ConnectionInfo, RedisResult};
+use redis::{ConnectionAddr, ConnectionInfo, RedisError, RedisResult};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -95,6 +95,14 @@ impl NodeConn {
             .map_err(|_| gone("the connection task has ended"))?;
         let limit = limit.saturating_add(extra.unwrap_or(Duration::ZERO));
         match tokio::time::timeout(limit, answered).await {
+            // Credentials or a database the server refuses: no retry will change that.
+            Ok(Ok(Err(e))) if e.kind() == io::ErrorKind::PermissionDenied => {
+                Err(RedisError::from((
+                    redis::ErrorKind::AuthenticationFailed,
+                    "redis refused AUTH or SELECT",
+                    e.to_string(),
+                )))
+            }
             Ok(Ok(answer)) => Ok(answer?),
             Ok(Err(_)) => Err(gone("the connection task dropped the request").into()),
             // The request stays queued on the connection and its reply, if it comes, is
