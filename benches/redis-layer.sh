@@ -10,6 +10,8 @@
 #   bash benches/redis-layer.sh [REV] [ROUNDS]
 #
 # REV defaults to 32bce40, the last revision whose segment store had a socket of its own.
+# URL_DEDUP_AB_DIR names a directory to build REV in and keep (a second run reuses it);
+# without it a temporary one is used and removed.
 # The variables of the benchmark (URL_DEDUP_BENCH_URLS, _METHODS, _CLIENTS, _BATCHES) pass
 # through; by default 1,000,000 URLs, our store with and without its cache of known bits and
 # the same commands through the `redis` crate's codec, 1 and 4 clients, batches of 100 and
@@ -19,8 +21,13 @@ set -euo pipefail
 rev=${1:-32bce40}
 rounds=${2:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${URL_DEDUP_AB_DIR:-}" ]; then
+    work=$URL_DEDUP_AB_DIR
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 
 export URL_DEDUP_BENCH_URLS=${URL_DEDUP_BENCH_URLS:-1000000}
 export URL_DEDUP_BENCH_METHODS=${URL_DEDUP_BENCH_METHODS:-"ours: bitfield,ours: no cache,redis codec"}
@@ -35,7 +42,9 @@ build() {
         grep -o '"executable":"[^"]*/redis-[^"]*"' | tail -n 1 | cut -d'"' -f4
 }
 
-git -C "$here" archive "$rev" | tar -x -C "$work"
+if [ ! -f "$work/Cargo.toml" ]; then
+    git -C "$here" archive "$rev" | tar -x -C "$work"
+fi
 cp "$here/benches/benches/redis.rs" "$work/benches/benches/redis.rs"
 old=$(CARGO_TARGET_DIR="$work/target" build "$work")
 new=$(build "$here")
@@ -48,6 +57,7 @@ run() {
 }
 
 results="$work/results"
+rm -f "$results"
 for round in $(seq "$rounds"); do
     echo "round $round of $rounds" >&2
     run old "$old" >>"$results"
