@@ -3,16 +3,18 @@
 //! connection, and follows a cluster's `MOVED` and `ASK`.
 
 use std::collections::HashMap;
+use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
+use crate::blocking::{Pool, Socket};
 use crate::cluster::Redirect;
 use crate::deployment::Deployment;
 use crate::health::Health;
-use crate::node::{Answer, NodeConn, Target};
+use crate::node::{Answer, NodeConn, Target, failure, gone};
 use crate::retry::{Backoff, is_transient, may_have_moved};
 use crate::wire::Replies;
 
@@ -120,14 +122,68 @@ pub struct Connection {
     limit: Duration,
     /// Where the last command with a key went.
     last: Option<String>,
+    /// For a blocking caller, the sockets this attempt holds (see [`crate::blocking`]).
+    held: Option<Arc<Held>>,
+}
+
+/// The sockets a blocking attempt holds, one per node, handed back to their pools when the
+/// attempt ends (a socket that failed is dropped instead).
+#[derive(Default)]
+struct Held {
+    sockets: Mutex<Vec<(String, Socket, Arc<Pool>)>>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let sockets = std::mem::take(
+            self.sockets
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for (_, socket, pool) in sockets {
+            pool.give(socket);
+        }
+    }
 }
 
 impl Connection {
-    pub(crate) fn new(shared: Arc<Shared>, limit: Duration) -> Self {
+    /// A connection for one attempt; `blocking` for a caller that waits on its own thread.
+    pub(crate) fn new(shared: Arc<Shared>, limit: Duration, blocking: bool) -> Self {
         Self {
             shared,
             limit,
             last: None,
+            held: blocking.then(Default::default),
+        }
+    }
+
+    /// Runs `f` on this attempt's socket to `node`, taken from the node's pool (connecting)
+    /// on first use; drops the socket if `f` fails.
+    fn on_socket<T>(
+        &self,
+        held: &Held,
+        node: &str,
+        f: impl FnOnce(&mut Socket) -> io::Result<T>,
+    ) -> RedisResult<T> {
+        let mut sockets = held
+            .sockets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let at = match sockets.iter().position(|(n, _, _)| n == node) {
+            Some(at) => at,
+            None => {
+                let pool = self.shared.node(node)?.pool;
+                let socket = pool.take(self.limit).map_err(failure)?;
+                sockets.push((node.to_owned(), socket, pool));
+                sockets.len() - 1
+            }
+        };
+        match f(&mut sockets[at].1) {
+            Ok(value) => Ok(value),
+            Err(e) => {
+                sockets.swap_remove(at);
+                Err(failure(e))
+            }
         }
     }
 
@@ -160,7 +216,10 @@ impl Connection {
     /// Connects to `node` if needed; the connection's generation.
     pub(crate) async fn ready(&self, node: &str) -> RedisResult<u64> {
         let started = Instant::now();
-        let result = async { self.shared.node(node)?.ready(self.limit).await }.await;
+        let result = match &self.held {
+            Some(held) => self.on_socket(held, node, |socket| Ok(socket.generation)),
+            None => async { self.shared.node(node)?.ready(self.limit).await }.await,
+        };
         if let Err(e) = &result {
             self.shared.note_failure(e, started);
         }
@@ -179,13 +238,28 @@ impl Connection {
         generation: Option<u64>,
     ) -> RedisResult<Answer> {
         let started = Instant::now();
-        let result = async {
-            self.shared
-                .node(node)?
-                .request(bytes, replies, extra, generation, self.limit)
+        let result = match &self.held {
+            Some(held) => self.on_socket(held, node, |socket| {
+                if generation.is_some_and(|g| g != socket.generation) {
+                    return Err(gone("the connection was replaced"));
+                }
+                // `None`: a blocking command that may wait for ever.
+                let wait = match extra {
+                    Some(extra) => self.limit.checked_add(extra),
+                    None => Some(self.limit),
+                };
+                socket.request(&bytes, replies, wait)
+            }),
+            None => {
+                async {
+                    self.shared
+                        .node(node)?
+                        .request(bytes, replies, extra, generation, self.limit)
+                        .await
+                }
                 .await
-        }
-        .await;
+            }
+        };
         if let Err(e) = &result {
             self.shared.note_failure(e, started);
         }

@@ -133,9 +133,12 @@ impl Deployment {
         slots.nodes.get(index).cloned().unwrap_or_default()
     }
 
-    /// A node to send a command without a key to: the first node of the map.
+    /// A node to send a command without a key to: the master of slot 0 (a node that served
+    /// slots once may have died since).
     pub(crate) fn any_node(&self) -> String {
-        self.read().nodes.first().cloned().unwrap_or_default()
+        let slots = self.read();
+        let index = slots.node(0).unwrap_or(0);
+        slots.nodes.get(index).cloned().unwrap_or_default()
     }
 
     /// Every node the map knows, the seeds first.

@@ -129,6 +129,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod blocking;
 pub mod cluster;
 mod connection;
 mod deployment;

@@ -144,7 +144,7 @@ impl Link {
             client,
         };
         let retry = Retry::first_contact(&link.shared.backoff, &link.shared.health);
-        link.run_with(retry, "connect", |conn| async move {
+        link.run_with(retry, false, "connect", |conn| async move {
             let map = discover(&conn).await?;
             conn.deployment().discovered(map);
             Ok(())
@@ -241,6 +241,7 @@ impl Link {
         Connection::new(
             self.shared.clone(),
             backoff.response_timeout.min(backoff.give_up_after),
+            false,
         )
     }
 
@@ -350,38 +351,33 @@ impl Link {
         Fut: Future<Output = RedisResult<T>>,
     {
         let retry = Retry::new(&self.shared.backoff, &self.shared.health);
-        self.run_with(retry, operation, |conn| {
+        self.run_with(retry, false, operation, |conn| {
             let attempt = attempt(conn);
             async move { attempt.await.map_err(Failure::Redis) }
         })
         .await
     }
 
-    /// [`run`](Self::run) for attempts that may also fail for good ([`Failure::Fatal`]).
-    pub(crate) async fn try_run<T, F, Fut>(&self, operation: &'static str, attempt: F) -> Result<T>
-    where
-        F: FnMut(Connection) -> Fut,
-        Fut: Future<Output = std::result::Result<T, Failure>>,
-    {
-        let retry = Retry::new(&self.shared.backoff, &self.shared.health);
-        self.run_with(retry, operation, attempt).await
-    }
-
-    /// [`try_run`](Self::try_run) for blocking callers.
+    /// [`run`](Self::run) for attempts that may also fail for good ([`Failure::Fatal`]), from
+    /// a blocking caller: the attempts run on the caller's thread, their sockets too.
     pub(crate) fn run_blocking<T, F, Fut>(&self, operation: &'static str, attempt: F) -> Result<T>
     where
         F: FnMut(Connection) -> Fut,
         Fut: Future<Output = std::result::Result<T, Failure>>,
     {
-        crate::io::block_on(self.try_run(operation, attempt)).map_err(|source| Error::Redis {
-            operation,
-            source: source.into(),
+        let retry = Retry::new(&self.shared.backoff, &self.shared.health);
+        crate::io::block_on(self.run_with(retry, true, operation, attempt)).map_err(|source| {
+            Error::Redis {
+                operation,
+                source: source.into(),
+            }
         })?
     }
 
     async fn run_with<T, F, Fut>(
         &self,
         mut retry: Retry<'_>,
+        blocking: bool,
         operation: &'static str,
         mut attempt: F,
     ) -> Result<T>
@@ -391,7 +387,7 @@ impl Link {
     {
         loop {
             let limit = retry.attempt();
-            let conn = Connection::new(self.shared.clone(), limit);
+            let conn = Connection::new(self.shared.clone(), limit, blocking);
             let result = match refresh_if_stale(&conn).await {
                 Ok(()) => attempt(conn).await,
                 Err(e) => Err(Failure::Redis(e)),
@@ -409,9 +405,9 @@ impl Link {
         }
     }
 
-    /// A subscription to `channel` on a connection of its own (to the first seed: a message
-    /// published on any node of a cluster reaches the subscribers of every node). One `()`
-    /// per message; the receiver ends when the connection breaks.
+    /// A subscription to `channel` on a connection of its own (on a cluster, to the master of
+    /// slot 0: a message published on any node reaches the subscribers of every node). One
+    /// `()` per message; the receiver ends when the connection breaks.
     pub(crate) async fn subscribe(
         &self,
         channel: &str,
@@ -419,7 +415,7 @@ impl Link {
     ) -> RedisResult<tokio::sync::mpsc::UnboundedReceiver<()>> {
         let deployment = &self.shared.deployment;
         let target = Target {
-            info: deployment.info_for(&deployment.seed(0))?,
+            info: deployment.info_for(&deployment.any_node())?,
             backoff: self.shared.backoff,
             health: self.shared.health.clone(),
         };

@@ -29,12 +29,19 @@ use crate::wire::frame;
 /// Generations handed out so far, over every connection of the process.
 static GENERATIONS: AtomicU64 = AtomicU64::new(0);
 
+/// A new connection's generation.
+pub(crate) fn next_generation() -> u64 {
+    GENERATIONS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
 /// A handle to one node's connection task; clones share the connection.
 #[derive(Clone, Debug)]
 pub(crate) struct NodeConn {
     requests: mpsc::UnboundedSender<Request>,
     /// The generation of the open connection, 0 while there is none.
     current: Arc<AtomicU64>,
+    /// Connections of the same node for blocking callers (see [`crate::blocking`]).
+    pub(crate) pool: Arc<crate::blocking::Pool>,
 }
 
 /// What a request got back: the raw bytes of its replies, and the connection they came on.
@@ -67,8 +74,13 @@ impl NodeConn {
     pub(crate) fn new(target: Target) -> io::Result<Self> {
         let (requests, queue) = mpsc::unbounded_channel();
         let current = Arc::new(AtomicU64::new(0));
+        let pool = Arc::new(crate::blocking::Pool::new(target.clone()));
         crate::io::spawn(drive(target, queue, current.clone()))?;
-        Ok(Self { requests, current })
+        Ok(Self {
+            requests,
+            current,
+            pool,
+        })
     }
 
     /// Sends `bytes`, `replies` commands, and waits up to `limit` for their replies. `extra`
@@ -95,15 +107,7 @@ impl NodeConn {
             .map_err(|_| gone("the connection task has ended"))?;
         let limit = limit.saturating_add(extra.unwrap_or(Duration::ZERO));
         match tokio::time::timeout(limit, answered).await {
-            // Credentials or a database the server refuses: no retry will change that.
-            Ok(Ok(Err(e))) if e.kind() == io::ErrorKind::PermissionDenied => {
-                Err(RedisError::from((
-                    redis::ErrorKind::AuthenticationFailed,
-                    "redis refused AUTH or SELECT",
-                    e.to_string(),
-                )))
-            }
-            Ok(Ok(answer)) => Ok(answer?),
+            Ok(Ok(answer)) => answer.map_err(failure),
             Ok(Err(_)) => Err(gone("the connection task dropped the request").into()),
             // The request stays queued on the connection and its reply, if it comes, is
             // dropped: the order of the others is kept.
@@ -127,7 +131,21 @@ impl NodeConn {
     }
 }
 
-fn gone(what: &'static str) -> io::Error {
+/// A request's I/O error as the layer's error. Credentials or a database the server refuses
+/// are no outage: no retry will change them.
+pub(crate) fn failure(e: io::Error) -> RedisError {
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        RedisError::from((
+            redis::ErrorKind::AuthenticationFailed,
+            "redis refused AUTH or SELECT",
+            e.to_string(),
+        ))
+    } else {
+        e.into()
+    }
+}
+
+pub(crate) fn gone(what: &'static str) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionAborted, what)
 }
 
@@ -166,7 +184,7 @@ async fn drive(
                 continue;
             }
         };
-        let generation = GENERATIONS.fetch_add(1, Ordering::Relaxed) + 1;
+        let generation = next_generation();
         current.store(generation, Ordering::Relaxed);
         let ended = serve(&target, stream, generation, request, &mut queue).await;
         current.store(0, Ordering::Relaxed);
@@ -368,8 +386,8 @@ async fn connect(target: &Target) -> io::Result<Stream> {
     handshake(stream, target).await
 }
 
-/// `AUTH` and `SELECT` as the URL asks.
-async fn handshake(mut stream: Stream, target: &Target) -> io::Result<Stream> {
+/// `AUTH` and `SELECT` as the URL asks, packed; `None` when it asks for neither.
+pub(crate) fn hello(target: &Target) -> Option<Packed> {
     let settings = target.info.redis_settings();
     let mut hello = Packed::default();
     if let Some(password) = settings.password() {
@@ -391,34 +409,43 @@ async fn handshake(mut stream: Stream, target: &Target) -> io::Result<Stream> {
         hello.bulk(b"SELECT");
         hello.bulk(settings.db().to_string().as_bytes());
     }
-    if hello.commands == 0 {
-        return Ok(stream);
+    (hello.commands > 0).then_some(hello)
+}
+
+/// Reads the replies to [`hello`] from the start of `buf`: `Ok(true)` once all came and all
+/// were accepted, `Ok(false)` while some are missing, an error (`PermissionDenied`) for a
+/// refusal.
+pub(crate) fn hello_answered(buf: &[u8], commands: usize) -> io::Result<bool> {
+    let mut at = 0;
+    for _ in 0..commands {
+        let Some(len) = frame(&buf[at..])? else {
+            return Ok(false);
+        };
+        if buf[at] == b'-' {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                String::from_utf8_lossy(&buf[at + 1..at + len - 2]).into_owned(),
+            ));
+        }
+        at += len;
     }
+    Ok(true)
+}
+
+/// `AUTH` and `SELECT` as the URL asks.
+async fn handshake(mut stream: Stream, target: &Target) -> io::Result<Stream> {
+    let Some(hello) = hello(target) else {
+        return Ok(stream);
+    };
     let exchange = async {
         stream.write_all(&hello.buf).await?;
         let mut buf = Vec::new();
-        let mut at = 0;
-        let mut replies = 0;
-        while replies < hello.commands {
-            match frame(&buf[at..])? {
-                Some(len) => {
-                    if buf[at] == b'-' {
-                        return Err(io::Error::new(
-                            io::ErrorKind::PermissionDenied,
-                            String::from_utf8_lossy(&buf[at + 1..at + len - 2]).into_owned(),
-                        ));
-                    }
-                    at += len;
-                    replies += 1;
-                }
-                None => {
-                    if stream.read_buf(&mut buf).await? == 0 {
-                        return Err(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "redis closed the connection",
-                        ));
-                    }
-                }
+        while !hello_answered(&buf, hello.commands)? {
+            if stream.read_buf(&mut buf).await? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "redis closed the connection",
+                ));
             }
         }
         Ok::<(), io::Error>(())

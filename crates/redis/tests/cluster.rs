@@ -334,9 +334,14 @@ fn coordination_rides_out_a_failover() {
         assert_eq!(replicas, 1);
         let masters = cluster.masters().len();
         let victim = cluster.master_of(key_slot(generation.as_bytes())).unwrap();
+        // The victim also serves slot 0, where commands without a key go: they must find the
+        // new master too.
+        assert_eq!(cluster.master_of(0), Some(victim));
         let before = link.stats();
         cluster.kill_node(victim);
+        let pinger = link.clone();
         let calls = tokio::spawn(async move {
+            pinger.ping().await.unwrap();
             assert!(members.heartbeat(&me).await.unwrap(), "membership lost");
             assert!(lease.renew(&me, epoch).await.unwrap(), "leadership lost");
             assert!(ids.next().await.unwrap() > first_id);
