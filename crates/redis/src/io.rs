@@ -1,11 +1,10 @@
-//! The thread that owns every Redis socket of the process.
+//! The thread that runs the layer's connection tasks and timers.
 //!
-//! Each node connection is a task on one small tokio runtime, on a thread of its own. Async
-//! callers, on whatever runtime they run, and blocking callers (the segment store) talk to
-//! those tasks through channels only. So one connection, with one set of timeouts and one
-//! reconnect rule, serves both kinds of caller, and a blocking caller needs no runtime of
-//! its own: [`block_on`] runs the layer's futures on the caller's thread, with this
-//! runtime's timers.
+//! Each node's shared connection is a task on one small tokio runtime, on a thread of its own.
+//! Async callers, on whatever runtime they run, talk to those tasks through channels only.
+//! Blocking callers (the segment store) need no runtime of their own: [`block_on`] runs the
+//! layer's futures on the caller's thread, with this runtime's timers, and their sockets are
+//! their own (see [`crate::blocking`]).
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};

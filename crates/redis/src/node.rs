@@ -1,14 +1,15 @@
-//! One connection to one Redis node, shared by every caller: requests are written in the
-//! order they come and their replies handed back in that order, so many calls ride one socket
-//! at once (multiplexing), as Redis answers a connection's commands in order.
+//! One connection to one Redis node, shared by every async caller: requests are written in
+//! the order they come and their replies handed back in that order, so many calls ride one
+//! socket at once (multiplexing), as Redis answers a connection's commands in order.
 //!
-//! A task on the I/O thread ([`crate::io`]) owns the socket. It connects when a request
-//! finds no connection, fails every request in flight when the connection breaks or a reply
-//! is overdue, and leaves retrying to the caller ([`crate::retry`]). Each connection it opens
+//! A task on the I/O thread ([`crate::io`]) owns the socket. It connects when a request finds
+//! no connection, fails every request in flight when the connection breaks or a reply is
+//! overdue, and leaves retrying to the caller ([`crate::retry`]). Each connection it opens
 //! gets a process-wide number, its *generation*: a caller that must know that two requests
 //! went over the same connection (the segment store, whose cache of known bits is only valid
 //! for the server it was learned from) names the generation, and a request for a connection
-//! that has since been replaced fails instead of going to the new one.
+//! that has since been replaced fails instead of going to the new one. Blocking callers use
+//! the node's pool of connections of their own instead ([`crate::blocking`]).
 
 use std::collections::VecDeque;
 use std::io;

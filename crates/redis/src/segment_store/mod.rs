@@ -9,7 +9,6 @@
 //! [`optimistic`] (document 003's `WATCH` mode) and [`transfer`] (snapshots and merges).
 
 use std::future::Future;
-use std::sync::Mutex;
 
 use url_dedup_bloom::hash::{HashKey, ItemHasher};
 use url_dedup_bloom::sizing::Growth;
@@ -108,8 +107,6 @@ pub struct RedisSegmentStore {
     layers: Layers,
     /// Batch counter keys, one per writing batch in flight.
     stamps: Stamps,
-    /// Links of their own for optimistic batches: `WATCH` needs a connection alone.
-    exclusive: Mutex<Vec<Link>>,
     /// Whether this handle created the filter (its generation is the one it proposed).
     created: bool,
 }
@@ -392,7 +389,6 @@ impl RedisSegmentStore {
             keys: KeyStates::new(keys as usize),
             key_names,
             stamps: Stamps::new(&options.prefix),
-            exclusive: Mutex::new(Vec::new()),
             meta_key: options.meta_key(),
             link,
             options,

@@ -4,7 +4,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
-use std::sync::PoisonError;
 
 use redis::RedisError;
 use url_dedup_segmented::Probe;
@@ -13,7 +12,7 @@ use super::RedisSegmentStore;
 use super::header::{Expect, HEADER_OPS};
 use super::meta::corrupt;
 use crate::error::{Error, Result};
-use crate::link::{Failure, Link};
+use crate::link::Failure;
 use crate::resp::Packed;
 use crate::wire::{Replies, Reply, error_reply};
 
@@ -21,34 +20,15 @@ use crate::wire::{Replies, Reply, error_reply};
 const MAX_ROUNDS: u32 = 1_000;
 
 impl RedisSegmentStore {
-    /// Checks and inserts a batch the optimistic way, on a connection of its own (`WATCH` is
-    /// per connection). Fills `new`; returns whether an attempt whose reply was lost may have
-    /// committed.
+    /// Checks and inserts a batch the optimistic way. Fills `new`; returns whether an attempt
+    /// whose reply was lost may have committed. Each attempt holds a connection alone (as
+    /// every attempt of a blocking caller does), so its `WATCH` is its own.
     pub(crate) fn optimistic_check_and_insert(
         &self,
         probes: &[Probe],
         new: &mut [bool],
     ) -> Result<bool> {
-        let link = self.exclusive();
-        let result = self.optimistic_on(&link, probes, new);
-        self.exclusive
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(link);
-        result
-    }
-
-    /// A link no other batch uses now.
-    fn exclusive(&self) -> Link {
-        let spare = self
-            .exclusive
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        spare.unwrap_or_else(|| self.link.dedicated())
-    }
-
-    fn optimistic_on(&self, link: &Link, probes: &[Probe], new: &mut [bool]) -> Result<bool> {
+        let link = &self.link;
         let groups = self.groups(probes);
         let mut read = Packed::default();
         read.command(1 + groups.len());
@@ -91,20 +71,33 @@ impl RedisSegmentStore {
                             Some(generation),
                         )
                         .await?;
-                    let replies = checked(Replies::new(&answer.bytes).receive(read.commands, 1)?)?;
-                    let write = {
-                        let mut headers = headers.borrow_mut();
-                        headers.clear();
-                        let mut new = new.borrow_mut();
-                        self.optimistic_write(groups, replies, probes, &mut new, &mut headers)?
-                    };
-                    let Some(write) = write else {
+                    let unwatch = || {
                         let mut unwatch = Packed::default();
                         unwatch.command(1);
                         unwatch.bulk(b"UNWATCH");
                         conn.raw(node, unwatch.buf, 1, None, Some(generation))
-                            .await?;
-                        return Ok(true);
+                    };
+                    let write = Replies::new(&answer.bytes)
+                        .receive(read.commands, 1)
+                        .map_err(Failure::from)
+                        .and_then(|replies| Ok(checked(replies)?))
+                        .and_then(|replies| {
+                            let mut headers = headers.borrow_mut();
+                            headers.clear();
+                            let mut new = new.borrow_mut();
+                            self.optimistic_write(groups, replies, probes, &mut new, &mut headers)
+                        });
+                    let write = match write {
+                        Ok(Some(write)) => write,
+                        Ok(None) => {
+                            unwatch().await?;
+                            return Ok(true);
+                        }
+                        Err(e) => {
+                            // The connection goes back to its pool: it must not keep the watch.
+                            let _ = unwatch().await;
+                            return Err(e);
+                        }
                     };
                     let answer = conn
                         .raw(node, write.buf, write.commands, None, Some(generation))
