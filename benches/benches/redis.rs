@@ -4,7 +4,12 @@
 //! * `sadd-8B`: `SADD` of an 8-byte keyed hash per URL (scrapy-redis style; exact, ~56 B/URL);
 //! * `sadd-url`: `SADD` of the URL itself (what a crawler that shares its seen set writes);
 //! * `bitfield/url`: one `BITFIELD key SET u1 o1 1 ... SET u1 ok 1` per URL on one key;
-//! * `setbit×k`: k separate `SETBIT`s per URL (Redisson style; not atomic across clients).
+//! * `setbit×k`: k separate `SETBIT`s per URL (Redisson style; not atomic across clients);
+//! * `redis codec`: our store's `BITFIELD` commands (the same layout, one command per data key
+//!   and at most 256 bits), sent through the same connection layer ([`Link`]) but packed as
+//!   `redis::Cmd`s and decoded by the `redis` crate's parser: what the store would cost
+//!   without its own packing and reply decoder. It skips the store's header reads, batch
+//!   counter and cache, so it does less than `ours: no cache`.
 //!
 //! Every method pipelines a whole batch per round trip, with 1 and 4 clients (threads, one
 //! connection each) and batches of 100 and 1,000 URLs. The bench starts its own redis-server
@@ -17,7 +22,8 @@
 //! `URL_DEDUP_BENCH_URLS` (default 200000) and `URL_DEDUP_BENCH_RUNS` (default 3) size it; the
 //! figures printed are medians over the runs. `URL_DEDUP_BENCH_DEPLOYMENTS=single,cluster`
 //! also runs `SADD` (into sets spread over the slots) and our store on a Redis Cluster of three
-//! masters on loopback; Redis CPU and memory are then summed over the masters.
+//! masters on loopback; Redis CPU and memory are then summed over the masters. `client us/URL`
+//! is this process's CPU time (client threads and the layer's I/O thread) per URL.
 //!
 //! `shared:` methods are the growing `SharedFilter` that `url-dedup --redis`, the facade's
 //! Redis mode and the crawler open, each client opening it as a process would.
@@ -33,8 +39,8 @@ use url_dedup_benches::env_usize;
 use url_dedup_bloom::hash::{HashKey, ItemHasher, SipHash13};
 use url_dedup_bloom::sizing;
 use url_dedup_redis::testing::{RedisCluster, RedisServer};
-use url_dedup_redis::{RedisSegmentStore, SharedFilter, StoreOptions, WriteMode};
-use url_dedup_segmented::SegmentedBloomFilter;
+use url_dedup_redis::{Link, RedisSegmentStore, SharedFilter, StoreOptions, WriteMode};
+use url_dedup_segmented::{Layout, SegmentedBloomFilter};
 
 const FPR: f64 = 0.01;
 
@@ -248,6 +254,8 @@ struct Run {
     elapsed: Duration,
     /// Redis's own CPU time (user + system) during the run: parsing, commands, replies.
     redis_cpu: Duration,
+    /// This process's CPU time during the run: packing, decoding, sockets.
+    client_cpu: Duration,
     bytes: u64,
     admitted: usize,
 }
@@ -305,6 +313,7 @@ fn run_once(
         .map(|_| factory(url, urls.len() as u64))
         .collect();
     let share = urls.len().div_ceil(clients);
+    let client_before = cpu_time::ProcessTime::now();
     let start = Instant::now();
     let admitted: usize = std::thread::scope(|s| {
         let handles: Vec<_> = methods
@@ -325,6 +334,7 @@ fn run_once(
         handles.into_iter().map(|h| h.join().expect("client")).sum()
     });
     let elapsed = start.elapsed();
+    let client_cpu = client_before.elapsed();
     let redis_cpu = admins
         .iter_mut()
         .map(redis_cpu)
@@ -337,6 +347,7 @@ fn run_once(
     Run {
         elapsed,
         redis_cpu,
+        client_cpu,
         bytes: after.saturating_sub(before),
         admitted,
     }
@@ -442,6 +453,13 @@ fn main() {
     ];
     methods.extend(ours(key));
     methods.extend(shared(key));
+    methods.push((
+        "redis codec".to_owned(),
+        Box::new(move |url: &str, n: u64| -> Box<dyn Method> {
+            Box::new(RedisCodec::new(url, n, SipHash13::new(key)))
+        }),
+        true,
+    ));
     if let Ok(only) = std::env::var("URL_DEDUP_BENCH_METHODS") {
         methods.retain(|(name, _, _)| only.split(',').any(|o| name.contains(o)));
     }
@@ -458,8 +476,16 @@ fn main() {
     println!("classic sizing for the per-URL methods: {bits} bits, k = {hashes}");
     println!("before: {}\n", url_dedup_benches::machine_state());
     println!(
-        "{:<22} {:>10} {:>7} {:>6} {:>12} {:>10} {:>10} {:>14}",
-        "method", "deployment", "clients", "batch", "URLs/s", "B/URL", "admitted", "redis us/URL"
+        "{:<22} {:>10} {:>7} {:>6} {:>12} {:>10} {:>10} {:>14} {:>15}",
+        "method",
+        "deployment",
+        "clients",
+        "batch",
+        "URLs/s",
+        "B/URL",
+        "admitted",
+        "redis us/URL",
+        "client us/URL"
     );
     let clients_list: Vec<usize> = std::env::var("URL_DEDUP_BENCH_CLIENTS")
         .ok()
@@ -505,8 +531,10 @@ fn main() {
                 let median = &times[times.len() / 2];
                 let mut cpu: Vec<Duration> = times.iter().map(|r| r.redis_cpu).collect();
                 cpu.sort();
+                let mut client: Vec<Duration> = times.iter().map(|r| r.client_cpu).collect();
+                client.sort();
                 println!(
-                    "{:<22} {:>10} {:>7} {:>6} {:>12.0} {:>10.2} {:>10} {:>14.2}",
+                    "{:<22} {:>10} {:>7} {:>6} {:>12.0} {:>10.2} {:>10} {:>14.2} {:>15.2}",
                     methods[m].0,
                     deployment.name(),
                     clients,
@@ -515,6 +543,7 @@ fn main() {
                     median.bytes as f64 / n as f64,
                     median.admitted,
                     cpu[cpu.len() / 2].as_secs_f64() * 1e6 / n as f64,
+                    client[client.len() / 2].as_secs_f64() * 1e6 / n as f64,
                 );
             }
         }
@@ -654,5 +683,104 @@ fn design_load(url: &str, key: HashKey) {
             (after - before) as f64 / items as f64,
             layout.false_positive_rate(items),
         );
+    }
+}
+
+/// Our store's `BITFIELD` commands through our connection layer, but packed and decoded by
+/// the `redis` crate (see the module documentation).
+struct RedisCodec {
+    runtime: tokio::runtime::Runtime,
+    link: Link,
+    hasher: SipHash13,
+    layout: Layout,
+    per_key: u64,
+}
+
+impl RedisCodec {
+    /// At most this many bits per command, as the store sends.
+    const MAX_OPS: usize = 256;
+
+    fn new(url: &str, n: u64, hasher: SipHash13) -> Self {
+        let layout = RedisSegmentStore::layout_for(n, FPR).expect("layout");
+        // The store's keys on one server: just under 1 MiB each.
+        let per_key = ((1u64 << 20) - 64) / layout.segment_bytes();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let link = runtime.block_on(Link::connect(url)).expect("connect");
+        let mut admin = connect(url);
+        for key in 0..layout.segments().div_ceil(per_key) {
+            redis::cmd("SETRANGE")
+                .arg(format!("codec:{key}"))
+                .arg(per_key * layout.segment_bytes() - 1)
+                .arg(&b"\0"[..])
+                .exec(&mut admin)
+                .expect("SETRANGE");
+        }
+        Self {
+            runtime,
+            link,
+            hasher,
+            layout,
+            per_key,
+        }
+    }
+}
+
+impl Method for RedisCodec {
+    fn check_and_insert(&mut self, batch: &[String], new: &mut Vec<bool>) -> RedisResult<()> {
+        let layout = self.layout;
+        let k = layout.hashes() as usize;
+        // Per item: its data key and bit offsets in it; items grouped by key, batch order
+        // inside a key, as the store plans them.
+        let items: Vec<(u64, Vec<u64>)> = batch
+            .iter()
+            .map(|url| {
+                let probe = layout.probe(self.hasher.hash(url.as_bytes()));
+                let key = probe.segment / self.per_key;
+                let base = probe.segment % self.per_key * layout.segment_bits();
+                (key, layout.offsets(probe).map(|o| base + o).collect())
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| items[i].0);
+        let mut pipe = redis::pipe();
+        let mut commands: Vec<Vec<usize>> = Vec::new();
+        let mut last: Option<u64> = None;
+        for &i in &order {
+            let (key, offsets) = &items[i];
+            let full = commands
+                .last()
+                .is_none_or(|c| (c.len() + 1) * k > Self::MAX_OPS);
+            if last != Some(*key) || full {
+                pipe.cmd("BITFIELD").arg(format!("codec:{key}"));
+                commands.push(Vec::new());
+                last = Some(*key);
+            }
+            for &offset in offsets {
+                pipe.arg("SET").arg("u1").arg(offset).arg(1);
+            }
+            if let Some(c) = commands.last_mut() {
+                c.push(i);
+            }
+        }
+        let olds: Vec<Vec<i64>> = self
+            .runtime
+            .block_on(self.link.run("bench", |mut conn| {
+                let pipe = &pipe;
+                async move { pipe.query_async(&mut conn).await }
+            }))
+            .map_err(|e| {
+                redis::RedisError::from((redis::ErrorKind::Client, "run", e.to_string()))
+            })?;
+        let mut answers = vec![false; batch.len()];
+        for (members, olds) in commands.iter().zip(&olds) {
+            for (&i, old) in members.iter().zip(olds.chunks(k)) {
+                answers[i] = old.contains(&0);
+            }
+        }
+        new.extend(answers);
+        Ok(())
     }
 }

@@ -200,22 +200,6 @@ impl SlotMap {
         }
         index
     }
-
-    /// Whether node `index` serves at least one slot.
-    pub(crate) fn serves_any(&self, index: usize) -> bool {
-        self.slots.iter().any(|&s| usize::from(s) == index)
-    }
-
-    /// The index of `node`, added if new.
-    pub(crate) fn index_of(&mut self, node: &str) -> usize {
-        match self.nodes.iter().position(|n| n == node) {
-            Some(i) => i,
-            None => {
-                self.nodes.push(node.to_owned());
-                self.nodes.len() - 1
-            }
-        }
-    }
 }
 
 #[cfg(test)]

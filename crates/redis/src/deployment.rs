@@ -1,161 +1,178 @@
-//! Where a store's keys live: one Redis server, or the masters of a Redis Cluster and which
-//! of them serves each hash slot.
+//! Where keys live: one Redis server, or the masters of a Redis Cluster and which of them
+//! serves each hash slot. The one slot map of a [`Link`](crate::Link), used by every command
+//! it routes.
 //!
 //! A deployment is named by a URL, or by several comma-separated URLs (seeds) of one
 //! cluster: `redis://10.0.0.1:7000/,redis://10.0.0.2:7000/`. A single URL names a cluster too
-//! when the server says it is one (`INFO cluster`). Node connections copy the seeds'
-//! settings (password, database, timeouts) with the node's own address.
+//! when the server says it is one (`INFO cluster`). Node connections copy the seeds' settings
+//! (password, database) with the node's own address.
 
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use redis::{Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisError};
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisError, RedisResult};
 
-use crate::cluster::{SlotMap, key_slot};
+use crate::cluster::{Redirect, SlotMap, key_slot};
 use crate::error::{Error, Result};
-use crate::link::{Backoff, Retry};
 
 /// One server, or a cluster's slot map.
 #[derive(Debug)]
 pub(crate) struct Deployment {
     seeds: Vec<ConnectionInfo>,
-    cluster: bool,
+    cluster: AtomicBool,
     slots: RwLock<SlotMap>,
+    /// A failure may have moved slots: the next attempt reads the map again.
+    stale: AtomicBool,
 }
 
 impl Deployment {
-    /// Reads `urls` (one, or comma-separated seeds of a cluster) and, for a cluster, its slot
-    /// map, within the first-contact budget of `backoff`.
-    pub(crate) fn open(urls: &str, backoff: &Backoff) -> Result<Self> {
+    /// The deployment of `urls`, taken for one server until [`discovered`](Self::discovered)
+    /// says otherwise.
+    pub(crate) fn new(urls: &str) -> Result<Self> {
         let seeds = parse_seeds(urls)?;
+        if let Some(tls) = seeds
+            .iter()
+            .find(|s| !matches!(s.addr(), ConnectionAddr::Tcp(..) | ConnectionAddr::Unix(_)))
+        {
+            return Err(Error::Redis {
+                operation: "parse url",
+                source: RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "url-dedup-redis speaks plain TCP or Unix sockets (no TLS)",
+                    tls.addr().to_string(),
+                )),
+            });
+        }
         let first = address(&seeds[0]);
-        let single = Self {
-            cluster: false,
-            slots: RwLock::new(SlotMap::single(first)),
+        Ok(Self {
             seeds,
-        };
-        let mut retry = Retry::first_contact(backoff);
-        loop {
-            match single.discover(backoff) {
-                Ok(Some(map)) => {
-                    return Ok(Self {
-                        cluster: true,
-                        slots: RwLock::new(map),
-                        seeds: single.seeds,
-                    });
-                }
-                Ok(None) if single.seeds.len() == 1 => return Ok(single),
-                Ok(None) => {
-                    return Err(Error::Redis {
-                        operation: "open cluster",
-                        source: RedisError::from((
-                            redis::ErrorKind::Client,
-                            "several URLs name a cluster, but the server is not one",
-                        )),
-                    });
-                }
-                Err(e) => std::thread::sleep(retry.failed("open", e)?),
-            }
+            cluster: AtomicBool::new(false),
+            slots: RwLock::new(SlotMap::single(first)),
+            stale: AtomicBool::new(false),
+        })
+    }
+
+    /// The same deployment with a copy of the slot map, for a link of its own.
+    pub(crate) fn copy(&self) -> Self {
+        Self {
+            seeds: self.seeds.clone(),
+            cluster: AtomicBool::new(self.is_cluster()),
+            slots: RwLock::new(self.read().clone()),
+            stale: AtomicBool::new(false),
         }
     }
 
-    /// The cluster's slot map from the first seed or node that answers, or `None` when the
-    /// server is not a cluster.
-    fn discover(&self, backoff: &Backoff) -> redis::RedisResult<Option<SlotMap>> {
-        let known: Vec<String> = self.read().nodes.clone();
-        let mut last = None;
-        for info in self
+    /// A name for the deployment, the same for every URL that names the same seeds.
+    pub(crate) fn name(&self) -> String {
+        let mut seeds: Vec<String> = self
             .seeds
             .iter()
-            .cloned()
-            .chain(known.iter().filter_map(|node| self.info_for(node).ok()))
-        {
-            let attempt = (|| -> redis::RedisResult<Option<SlotMap>> {
-                let client = Client::open(info)?;
-                let mut conn = client.get_connection_with_timeout(backoff.connect_timeout)?;
-                conn.set_read_timeout(Some(backoff.response_timeout))?;
-                let cluster: String = redis::cmd("INFO").arg("cluster").query(&mut conn)?;
-                if !cluster.contains("cluster_enabled:1") {
-                    return Ok(None);
-                }
-                let reply: redis::Value = redis::cmd("CLUSTER").arg("SLOTS").query(&mut conn)?;
-                SlotMap::from_cluster_slots(&reply)
-                    .map(Some)
-                    .ok_or_else(|| {
-                        RedisError::from((
-                            redis::ErrorKind::Parse,
-                            "CLUSTER SLOTS answered no slot map",
-                        ))
-                    })
-            })();
-            match attempt {
-                Ok(found) => return Ok(found),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            RedisError::from((redis::ErrorKind::Client, "no seed to ask for the slot map"))
-        }))
+            .map(|s| format!("{}/{}", s.addr(), s.redis_settings().db()))
+            .collect();
+        seeds.sort();
+        seeds.join(",")
     }
 
-    /// Reads the slot map again (after a `MOVED` that named an unknown node, or a failover).
-    pub(crate) fn refresh(&self, backoff: &Backoff) -> redis::RedisResult<()> {
-        if !self.cluster {
-            return Ok(());
+    /// How many seeds were given: more than one names a cluster.
+    pub(crate) fn seed_count(&self) -> usize {
+        self.seeds.len()
+    }
+
+    /// The first seed's settings, for clients of the `redis` crate.
+    pub(crate) fn first_seed(&self) -> &ConnectionInfo {
+        &self.seeds[0]
+    }
+
+    /// The address of seed `index`.
+    pub(crate) fn seed(&self, index: usize) -> String {
+        address(&self.seeds[index])
+    }
+
+    /// What discovery found: a cluster and its slot map, or one server.
+    pub(crate) fn discovered(&self, map: Option<SlotMap>) {
+        if let Some(map) = map {
+            *self.write() = map;
+            self.cluster.store(true, Ordering::Relaxed);
         }
-        if let Some(map) = self.discover(backoff)? {
-            // Node indexes stay valid: known nodes keep theirs, new ones are appended.
-            let mut slots = self.write();
-            let mut merged = slots.clone();
-            for slot in 0..crate::cluster::SLOTS {
-                if let Some(node) = map.node(slot) {
-                    merged.moved(slot, &map.nodes[node]);
-                }
-            }
-            *slots = merged;
-        }
-        Ok(())
     }
 
     /// Whether this is a cluster.
     pub(crate) fn is_cluster(&self) -> bool {
-        self.cluster
+        self.cluster.load(Ordering::Relaxed)
     }
 
-    /// Whether node `index` serves a slot in the current map.
-    pub(crate) fn serves_any(&self, index: usize) -> bool {
-        !self.cluster || self.read().serves_any(index)
+    /// Notes that slots may have moved.
+    pub(crate) fn mark_stale(&self) {
+        if self.is_cluster() {
+            self.stale.store(true, Ordering::Relaxed);
+        }
     }
 
-    /// The node serving `key`'s slot.
-    pub(crate) fn node_of(&self, key: &[u8]) -> usize {
-        self.read().node(key_slot(key)).unwrap_or(0)
+    /// Whether the map should be read again; the first caller to ask takes the job.
+    pub(crate) fn take_stale(&self) -> bool {
+        self.is_cluster() && self.stale.swap(false, Ordering::Relaxed)
     }
 
-    /// Notes a `MOVED` redirection; returns the node's index.
-    pub(crate) fn moved(&self, slot: u16, node: &str) -> usize {
-        self.write().moved(slot, node)
+    /// Merges a map read from the cluster: known nodes keep their indexes, new ones are
+    /// appended.
+    pub(crate) fn refreshed(&self, map: &SlotMap) {
+        let mut slots = self.write();
+        let mut merged = slots.clone();
+        for slot in 0..crate::cluster::SLOTS {
+            if let Some(node) = map.node(slot) {
+                merged.moved(slot, &map.nodes[node]);
+            }
+        }
+        *slots = merged;
     }
 
-    /// The index of `node` (`host:port`), added if new.
-    pub(crate) fn index_of(&self, node: &str) -> usize {
-        self.write().index_of(node)
+    /// The address of the node serving `key`'s slot.
+    pub(crate) fn node_of(&self, key: &[u8]) -> String {
+        let slots = self.read();
+        let index = slots.node(key_slot(key)).unwrap_or(0);
+        slots.nodes.get(index).cloned().unwrap_or_default()
     }
 
-    /// A client for node `index`.
-    pub(crate) fn client(&self, index: usize) -> Result<Client> {
-        let node = self.read().nodes.get(index).cloned().unwrap_or_default();
-        let info = self.info_for(&node).map_err(|source| Error::Redis {
-            operation: "node address",
-            source,
-        })?;
-        Client::open(info).map_err(|source| Error::Redis {
-            operation: "open client",
-            source,
-        })
+    /// A node to send a command without a key to: the master of slot 0 (a node that served
+    /// slots once may have died since).
+    pub(crate) fn any_node(&self) -> String {
+        let slots = self.read();
+        let index = slots.node(0).unwrap_or(0);
+        slots.nodes.get(index).cloned().unwrap_or_default()
     }
 
-    /// The seeds' settings with `node`'s address.
-    fn info_for(&self, node: &str) -> redis::RedisResult<ConnectionInfo> {
+    /// Every node the map knows, the seeds first.
+    pub(crate) fn known_nodes(&self) -> Vec<String> {
+        let mut nodes: Vec<String> = (0..self.seeds.len()).map(|i| self.seed(i)).collect();
+        for node in &self.read().nodes {
+            if !nodes.contains(node) {
+                nodes.push(node.clone());
+            }
+        }
+        nodes
+    }
+
+    /// Follows a redirection: a `MOVED` updates the map. Returns the node to ask.
+    pub(crate) fn redirected(&self, redirect: &Redirect) -> String {
+        match redirect {
+            Redirect::Moved { slot, node } => {
+                self.write().moved(*slot, node);
+                node.clone()
+            }
+            Redirect::Ask { node, .. } => node.clone(),
+        }
+    }
+
+    /// The connection settings of `node` (`host:port`): the seeds' settings with its address.
+    /// On a single server, the URL's own.
+    pub(crate) fn info_for(&self, node: &str) -> RedisResult<ConnectionInfo> {
+        if let Some(seed) = self
+            .seeds
+            .iter()
+            .find(|s| !self.is_cluster() && address(s) == node)
+        {
+            return Ok(seed.clone());
+        }
         let (host, port) = node
             .rsplit_once(':')
             .and_then(|(h, p)| Some((h.to_owned(), p.parse::<u16>().ok()?)))
@@ -181,22 +198,17 @@ impl Deployment {
     }
 }
 
-/// The seeds of `urls`, comma-separated, with Nagle's algorithm off: a pipeline's last
-/// partial segment must not wait for the previous segment's (delayed) acknowledgement, which
-/// otherwise adds up to 40 ms to a batch.
+/// The seeds of `urls`, comma-separated.
 pub(crate) fn parse_seeds(urls: &str) -> Result<Vec<ConnectionInfo>> {
-    use redis::io::tcp::TcpSettings;
     let seeds = urls
         .split(',')
         .map(str::trim)
         .filter(|u| !u.is_empty())
         .map(|url| {
-            url.into_connection_info()
-                .map(|info| info.set_tcp_settings(TcpSettings::default().set_nodelay(true)))
-                .map_err(|source| Error::Redis {
-                    operation: "parse url",
-                    source,
-                })
+            url.into_connection_info().map_err(|source| Error::Redis {
+                operation: "parse url",
+                source,
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     if seeds.is_empty() {
@@ -208,10 +220,33 @@ pub(crate) fn parse_seeds(urls: &str) -> Result<Vec<ConnectionInfo>> {
     Ok(seeds)
 }
 
-/// `host:port` of a connection.
+/// `host:port` of a connection (a Unix socket's path).
 fn address(info: &ConnectionInfo) -> String {
     match info.addr() {
         ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_name_one_deployment_whatever_their_order() {
+        let a = Deployment::new("redis://127.0.0.1:7000/,redis://127.0.0.1:7001/").unwrap();
+        let b = Deployment::new(" redis://127.0.0.1:7001/ , redis://127.0.0.1:7000").unwrap();
+        assert_eq!(a.name(), b.name());
+        assert_ne!(
+            a.name(),
+            Deployment::new("redis://127.0.0.1:7000/1").unwrap().name()
+        );
+        assert_eq!(a.seed_count(), 2);
+    }
+
+    #[test]
+    fn bad_urls_are_errors() {
+        assert!(Deployment::new("").is_err());
+        assert!(Deployment::new("not a url").is_err());
     }
 }

@@ -2,8 +2,8 @@ use std::time::Duration;
 
 /// Errors from the Redis backends.
 ///
-/// Connection problems are retried with backoff inside every call; only when Redis stays
-/// unreachable for the whole retry budget does a call return [`Error::Unavailable`]. Nothing is
+/// Connection problems are retried with backoff inside every call; only when Redis has been
+/// unreachable for the whole give-up budget does a call return [`Error::Unavailable`]. Nothing is
 /// dropped on the floor when that happens: a failed push left nothing half-written that a retry
 /// would lose, and claimed tasks stay in their worker's processing set until acknowledged or
 /// requeued.
@@ -19,17 +19,22 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// Redis could not be reached (or kept dropping the connection) for the whole retry budget.
+    /// Redis has been unreachable (or kept dropping the connection, or answered that it
+    /// cannot serve: loading, failing over) for the whole give-up budget, counted from its
+    /// first failure seen by any call of the process.
     #[error(
-        "redis unavailable during {operation} after {attempts} attempts over {elapsed:?}: {source}"
+        "redis unreachable for {elapsed:.1?}, past the give-up budget of {budget:?}: \
+         {operation} failed after {attempts} attempt(s); last error: {source}"
     )]
     Unavailable {
         /// What was being done.
         operation: &'static str,
-        /// How many times it was tried.
+        /// How many times this call tried.
         attempts: u32,
-        /// How long it was tried.
+        /// How long Redis had been unreachable when the call gave up.
         elapsed: Duration,
+        /// The give-up budget ([`Backoff::give_up_after`](crate::Backoff::give_up_after)).
+        budget: Duration,
         /// The last connection error.
         #[source]
         source: redis::RedisError,

@@ -92,9 +92,11 @@
 //! * **One worker per host.** A claimed task's host leaves the ready set until the task is
 //!   acknowledged or released, so a site is crawled serially (document 002), with an optional
 //!   politeness delay measured on the Redis clock.
-//! * **Redis restarts and outages.** Every call runs through [`Link`], which reconnects and
-//!   retries with exponential backoff ([`Backoff`]) and then returns [`Error::Unavailable`];
-//!   nothing panics. Each operation is safe to repeat when a reply was lost: pushes and claims
+//! * **Redis restarts and outages.** Every call, of every structure, runs through [`Link`],
+//!   which reconnects and retries with exponential backoff ([`Backoff`]). Once Redis has been
+//!   unreachable for the give-up budget, counted from its first failure and shared by every
+//!   link and shared filter of the process on the same Redis, calls return
+//!   [`Error::Unavailable`] at once; nothing panics. Each operation is safe to repeat when a reply was lost: pushes and claims
 //!   carry tokens, acknowledgements are idempotent. What survives a Redis *crash* is Redis's
 //!   persistence setting: with `appendfsync always`, every acknowledged push survives (tested).
 //! * **Bounded input.** Task URLs are limited ([`FrontierSettings::max_url_len`]), names are
@@ -115,27 +117,34 @@
 //!
 //! # Choices
 //!
-//! * The frontier and coordination are async (tokio, the `redis` crate's `ConnectionManager`
-//!   behind our own retry loop); the segment store is synchronous because the segmented
-//!   filter's `SegmentStore` trait is (call it through `spawn_blocking` from async code).
-//! * The segment store decodes its batch replies itself (`BITFIELD` answers one integer per
-//!   bit; the `redis` crate's generic reply tree cost more than Redis's own work) and picks
-//!   layouts with few hashes, since each hash is one operation Redis parses and answers.
+//! * One connection layer for everything: one pipelined connection per node, owned by a
+//!   thread of its own, serves the async structures (tokio) and the synchronous segment store
+//!   alike (the segmented filter's `SegmentStore` trait is synchronous: call it through
+//!   `spawn_blocking` from async code). Timeouts, retries, redirections, failover and giving
+//!   up are decided once, in [`Link`].
+//! * The segment store packs its batches and decodes their replies itself (`BITFIELD` answers
+//!   one integer per bit; the `redis` crate's generic reply tree costs more client time than
+//!   the commands cost Redis) and picks layouts with few hashes, since each hash is one
+//!   operation Redis parses and answers. Other replies go through the `redis` crate's parser.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod blocking;
 pub mod cluster;
 mod connection;
 mod deployment;
 mod error;
 mod frontier;
+mod health;
 mod ids;
-mod known_bits;
+mod io;
 mod leader;
 mod link;
 mod membership;
 mod namespace;
+mod node;
 mod resp;
+mod retry;
 mod segment_store;
 mod shared_config;
 mod shared_filter;
@@ -148,14 +157,16 @@ mod wire;
 pub use connection::Connection;
 pub use error::{Error, Result};
 pub use frontier::{Claim, Frontier, FrontierSettings};
+pub use health::LinkStats;
 pub use ids::GlobalIds;
-pub use known_bits::KnownBitsStats;
 pub use leader::{Epoch, LeaderLease};
-pub use link::{Backoff, Link};
+pub use link::Link;
 pub use membership::Membership;
 pub use namespace::{Namespace, WorkerId};
+pub use retry::Backoff;
 pub use segment_store::{
-    Acknowledge, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, StoreOptions, Uncertain, WriteMode,
+    Acknowledge, KnownBitsStats, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, StoreOptions, Uncertain,
+    WriteMode,
 };
 pub use shared_config::{ConfigSnapshot, SharedConfig};
 pub use shared_filter::SharedFilter;

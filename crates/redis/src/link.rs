@@ -1,103 +1,37 @@
-//! One logical connection to Redis that survives restarts: a multiplexed connection (to one
-//! server, or to every master of a Redis Cluster) plus a retry loop with exponential backoff
-//! around every call.
+//! The connection layer: one logical connection to a Redis server or cluster that every
+//! structure of this crate goes through, async or blocking, with one rule for timeouts,
+//! retries, redirections, failover and giving up.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::ClusterClient;
-use redis::{Client, ConnectionInfo, RedisError, RedisResult};
+use redis::{Client, RedisError, RedisResult, Value};
 
-use crate::connection::Connection;
+use crate::cluster::SlotMap;
+use crate::connection::{Connection, Shared};
+use crate::deployment::Deployment;
 use crate::error::{Error, Result};
+use crate::health::{Health, LinkStats};
+use crate::node::Target;
+use crate::retry::{Backoff, Retry};
+use crate::wire::Replies;
 
-/// How long and how often a call is retried while Redis is unreachable.
+/// A shared, self-healing connection to one Redis server or to a Redis Cluster: the layer
+/// every structure of this crate goes through.
 ///
-/// Delays start at `initial`, double up to `max`, and the call gives up with
-/// [`Error::Unavailable`] once `give_up_after` has passed since its first attempt. The first
-/// contact with a server (opening a [`Link`] or a shared filter) gives up sooner, after
-/// `first_contact`: a Redis that was never reached is a wrong address or a server that is
-/// not running, and a user should hear of it in seconds, while a Redis that answered before
-/// and stops is more likely restarting, worth the longer wait.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use url_dedup_redis::Backoff;
-///
-/// let patient = Backoff { give_up_after: Duration::from_secs(300), ..Backoff::default() };
-/// assert_eq!(patient.initial, Duration::from_millis(20));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Backoff {
-    /// First delay after a failed attempt.
-    pub initial: Duration,
-    /// Longest delay between two attempts.
-    pub max: Duration,
-    /// Total time after which the call reports [`Error::Unavailable`].
-    pub give_up_after: Duration,
-    /// How long one command may wait for its reply before the connection counts as broken.
-    pub response_timeout: Duration,
-    /// How long opening one TCP connection may take.
-    pub connect_timeout: Duration,
-    /// Total time after which the first contact with a server gives up (at most
-    /// `give_up_after`).
-    pub first_contact: Duration,
-}
-
-impl Default for Backoff {
-    /// 20 ms doubling to 1 s, giving up after 30 s (3 s for the first contact); connections
-    /// time out after 1 s, replies after 10 s.
-    fn default() -> Self {
-        Self {
-            initial: Duration::from_millis(20),
-            max: Duration::from_secs(1),
-            give_up_after: Duration::from_secs(30),
-            response_timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(1),
-            first_contact: Duration::from_secs(3),
-        }
-    }
-}
-
-impl Backoff {
-    /// A policy that keeps retrying a server that stops answering for `give_up_after` (also
-    /// the cap of the first contact), other settings as the default.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use url_dedup_redis::Backoff;
-    ///
-    /// let quick = Backoff::giving_up_after(Duration::from_millis(500));
-    /// assert_eq!(quick.first_contact, Duration::from_millis(500));
-    /// let patient = Backoff::giving_up_after(Duration::from_secs(600));
-    /// assert_eq!(patient.first_contact, Backoff::default().first_contact);
-    /// ```
-    pub fn giving_up_after(give_up_after: Duration) -> Self {
-        let default = Self::default();
-        Self {
-            give_up_after,
-            first_contact: default.first_contact.min(give_up_after),
-            ..default
-        }
-    }
-}
-
-/// A shared, self-healing connection to one Redis server or to a Redis Cluster.
-///
-/// Cheap to clone: clones share one multiplexed TCP connection (per master, on a cluster),
-/// which carries pipelined requests from many tasks at once. When the connection breaks, the
-/// next call reconnects; calls that fail on a broken connection are retried under the
-/// [`Backoff`] policy.
+/// Cheap to clone: clones share one connection per node, which carries the commands of many
+/// tasks and threads at once (pipelined, answered in order). A connection that breaks is
+/// opened again by the next command. [`run`](Self::run) retries a call under the [`Backoff`]
+/// policy while Redis is unreachable; the budget is counted from when Redis stopped answering
+/// and shared by every link and shared filter of the process on the same Redis, so once it
+/// has been unreachable for the budget every call fails at once with [`Error::Unavailable`].
 ///
 /// A cluster is named by several comma-separated seed URLs
 /// (`redis://10.0.0.1:7000,redis://10.0.0.2:7000`), or by one URL of a node that says it is
 /// in cluster mode (`INFO cluster`). Each command then goes to the master serving its key's
-/// hash slot, following `MOVED` and `ASK` while slots move.
+/// hash slot, following `MOVED` and `ASK` while slots move; after a failure that may mean a
+/// failover, the next attempt reads the slot map again.
 ///
 /// # Examples
 ///
@@ -115,18 +49,43 @@ impl Backoff {
 /// ```
 #[derive(Clone)]
 pub struct Link {
+    shared: Arc<Shared>,
     client: Client,
-    conn: Connection,
-    backoff: Backoff,
 }
 
 impl std::fmt::Debug for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Link")
             .field("server", &self.client.get_connection_info().addr())
-            .field("cluster", &self.conn.is_cluster())
-            .field("backoff", &self.backoff)
+            .field("cluster", &self.is_cluster())
+            .field("backoff", &self.shared.backoff)
             .finish_non_exhaustive()
+    }
+}
+
+/// Why an attempt failed: a Redis error, retried when transient, or an error that ends the
+/// call at once (a reset store, corrupt data).
+#[derive(Debug)]
+pub(crate) enum Failure {
+    Redis(RedisError),
+    Fatal(Error),
+}
+
+impl From<RedisError> for Failure {
+    fn from(e: RedisError) -> Self {
+        Self::Redis(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Self::Redis(e.into())
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Self::Fatal(e)
     }
 }
 
@@ -137,7 +96,7 @@ impl Link {
     /// # Errors
     ///
     /// [`Error::Redis`] for a malformed URL, [`Error::Unavailable`] when the server cannot be
-    /// reached within the backoff budget.
+    /// reached within [`Backoff::first_contact`].
     ///
     /// # Examples
     ///
@@ -173,58 +132,33 @@ impl Link {
     /// # });
     /// ```
     pub async fn connect_with(url: &str, backoff: Backoff) -> Result<Self> {
-        let seeds = crate::deployment::parse_seeds(url)?;
-        let client = Client::open(seeds[0].clone()).map_err(|source| Error::Redis {
-            operation: "open client",
-            source,
-        })?;
-        // The manager's own reconnect loop is kept short: the policy lives in `run`, which
-        // sees every failure and owns the time budget.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(1)
-            .set_min_delay(backoff.initial)
-            .set_max_delay(backoff.max)
-            .set_connection_timeout(Some(backoff.connect_timeout))
-            .set_response_timeout(Some(backoff.response_timeout));
-        let single =
-            ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(|source| {
-                Error::Redis {
-                    operation: "connect",
-                    source,
-                }
+        let deployment = Deployment::new(url)?;
+        let client =
+            Client::open(deployment.first_seed().clone()).map_err(|source| Error::Redis {
+                operation: "open client",
+                source,
             })?;
-        let mut link = Self {
+        let health = Health::of(&deployment.name());
+        let link = Self {
+            shared: Arc::new(Shared::new(deployment, backoff, health)),
             client,
-            conn: Connection::single(single),
-            backoff,
         };
-        let mut retry = Retry::first_contact(&link.backoff);
-        // Several seeds name a cluster; one URL names a cluster when its server says so.
-        let cluster = seeds.len() > 1
-            || link
-                .run_with(&mut retry, "connect", |mut c| async move {
-                    let info: String = redis::cmd("INFO")
-                        .arg("cluster")
-                        .query_async(&mut c)
-                        .await?;
-                    Ok(info.contains("cluster_enabled:1"))
-                })
-                .await?;
-        if cluster {
-            let cluster = cluster_client(seeds, &backoff)?;
-            let conn = loop {
-                match cluster.get_async_connection().await {
-                    Ok(conn) => break conn,
-                    Err(e) => tokio::time::sleep(retry.failed("connect", e)?).await,
-                }
-            };
-            link.conn = Connection::cluster(conn);
-        }
-        link.run_with(&mut retry, "connect", |mut c| async move {
-            redis::cmd("PING").query_async::<()>(&mut c).await
+        let retry = Retry::first_contact(&link.shared.backoff, &link.shared.health);
+        link.run_with(retry, false, "connect", |conn| async move {
+            let map = discover(&conn).await?;
+            conn.deployment().discovered(map);
+            Ok(())
         })
         .await?;
         Ok(link)
+    }
+
+    /// [`connect_with`](Self::connect_with) for blocking callers.
+    pub(crate) fn open(url: &str, backoff: Backoff) -> Result<Self> {
+        crate::io::block_on(Self::connect_with(url, backoff)).map_err(|source| Error::Redis {
+            operation: "connect",
+            source: source.into(),
+        })?
     }
 
     /// Round trip to the server.
@@ -266,12 +200,10 @@ impl Link {
     /// # }).unwrap();
     /// ```
     pub fn backoff(&self) -> Backoff {
-        self.backoff
+        self.shared.backoff
     }
 
-    /// The underlying client, for dedicated connections (pub/sub) that cannot be multiplexed.
-    /// On a cluster, the first seed's: a message published on any node reaches the
-    /// subscribers of every node.
+    /// A `redis` crate client for the first seed, for connections this crate does not offer.
     ///
     /// # Examples
     ///
@@ -288,8 +220,8 @@ impl Link {
         &self.client
     }
 
-    /// A clone of the multiplexed connection, for callers that build their own commands; it
-    /// reconnects by itself but is not retried.
+    /// A connection for callers that build their own commands: routed, redirected and
+    /// reconnected like every other, but not retried (use [`run`](Self::run) for that).
     ///
     /// # Examples
     ///
@@ -305,13 +237,90 @@ impl Link {
     /// # }).unwrap();
     /// ```
     pub fn connection(&self) -> Connection {
-        self.conn.clone()
+        let backoff = &self.shared.backoff;
+        Connection::new(
+            self.shared.clone(),
+            backoff.response_timeout.min(backoff.give_up_after),
+            false,
+        )
     }
 
-    /// Runs `attempt` until it succeeds, fails for a reason a retry cannot fix, or the backoff
-    /// budget is spent. `attempt` must be safe to repeat: the reply to a command that did run
-    /// can be lost with the connection, so every operation built on this is idempotent or
-    /// carries a token that makes its repetition harmless.
+    /// A link with connections of its own, for commands that block their connection
+    /// (`BLPOP`, `WAIT` with a long timeout): the same deployment, policy and outage clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("dedicated example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let link = url_dedup_redis::Link::connect(&server.url()).await?;
+    /// let waiter = link.dedicated();
+    /// let popped: Option<(String, String)> = waiter
+    ///     .run("wait", |mut c| async move { redis::cmd("BLPOP").arg("{c}:wake").arg(0.05).query_async(&mut c).await })
+    ///     .await?;
+    /// assert_eq!(popped, None);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn dedicated(&self) -> Self {
+        Self {
+            shared: Arc::new(Shared::new(
+                self.shared.deployment.copy(),
+                self.shared.backoff,
+                self.shared.health.clone(),
+            )),
+            client: self.client.clone(),
+        }
+    }
+
+    /// What the calls on this Redis met: attempts, failures, calls that gave up, and how long
+    /// Redis has been unreachable, counted over every link and shared filter of the process
+    /// that uses the same URL.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("stats example") else { return };
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let link = url_dedup_redis::Link::connect(&server.url()).await?;
+    /// let before = link.stats();
+    /// link.ping().await?;
+    /// assert_eq!(link.stats().attempts, before.attempts + 1);
+    /// assert_eq!(link.stats().outage, None);
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn stats(&self) -> LinkStats {
+        self.shared.health.stats()
+    }
+
+    /// Whether the link is to a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.shared.deployment.is_cluster()
+    }
+
+    /// `MOVED` and `ASK` redirections this link has followed.
+    pub(crate) fn redirections(&self) -> u64 {
+        self.shared.redirections()
+    }
+
+    /// The node serving `key`.
+    pub(crate) fn node_of(&self, key: &[u8]) -> String {
+        self.shared.deployment.node_of(key)
+    }
+
+    /// Follows a redirection met by a caller of [`Connection::raw`]: the node to ask.
+    pub(crate) fn redirected(&self, redirect: &crate::cluster::Redirect) -> String {
+        self.shared.count_redirection();
+        self.shared.deployment.redirected(redirect)
+    }
+
+    /// Runs `attempt` until it succeeds, fails for a reason a retry cannot fix, or Redis has
+    /// been unreachable for the budget. `attempt` must be safe to repeat: the reply to a
+    /// command that did run can be lost with the connection, so every operation built on this
+    /// is idempotent or carries a token that makes its repetition harmless.
     ///
     /// Public so that crates built on this one (the two-tier protocol) share this one retry
     /// loop instead of writing their own.
@@ -336,160 +345,168 @@ impl Link {
     /// # Ok::<(), url_dedup_redis::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn run<T, F, Fut>(&self, operation: &'static str, attempt: F) -> Result<T>
+    pub async fn run<T, F, Fut>(&self, operation: &'static str, mut attempt: F) -> Result<T>
     where
         F: FnMut(Connection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        self.run_with(&mut Retry::new(&self.backoff), operation, attempt)
-            .await
+        let retry = Retry::new(&self.shared.backoff, &self.shared.health);
+        self.run_with(retry, false, operation, |conn| {
+            let attempt = attempt(conn);
+            async move { attempt.await.map_err(Failure::Redis) }
+        })
+        .await
+    }
+
+    /// [`run`](Self::run) for attempts that may also fail for good ([`Failure::Fatal`]), from
+    /// a blocking caller: the attempts run on the caller's thread, their sockets too.
+    pub(crate) fn run_blocking<T, F, Fut>(&self, operation: &'static str, attempt: F) -> Result<T>
+    where
+        F: FnMut(Connection) -> Fut,
+        Fut: Future<Output = std::result::Result<T, Failure>>,
+    {
+        let retry = Retry::new(&self.shared.backoff, &self.shared.health);
+        crate::io::block_on(self.run_with(retry, true, operation, attempt)).map_err(|source| {
+            Error::Redis {
+                operation,
+                source: source.into(),
+            }
+        })?
     }
 
     async fn run_with<T, F, Fut>(
         &self,
-        retry: &mut Retry<'_>,
+        mut retry: Retry<'_>,
+        blocking: bool,
         operation: &'static str,
         mut attempt: F,
     ) -> Result<T>
     where
         F: FnMut(Connection) -> Fut,
-        Fut: Future<Output = RedisResult<T>>,
+        Fut: Future<Output = std::result::Result<T, Failure>>,
     {
         loop {
-            match attempt(self.conn.clone()).await {
+            let limit = retry.attempt();
+            let conn = Connection::new(self.shared.clone(), limit, blocking);
+            let result = match refresh_if_stale(&conn).await {
+                Ok(()) => attempt(conn).await,
+                Err(e) => Err(Failure::Redis(e)),
+            };
+            match result {
                 Ok(value) => return Ok(value),
-                Err(source) => tokio::time::sleep(retry.failed(operation, source)?).await,
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Redis(source)) => {
+                    if crate::retry::may_have_moved(&source) {
+                        self.shared.deployment.mark_stale();
+                    }
+                    tokio::time::sleep(retry.failed(operation, source)?).await;
+                }
             }
         }
     }
-}
 
-/// [`Backoff`]'s policy as loop state, shared by the async [`Link::run`] and the blocking
-/// segment store: after each failed attempt it gives the wait before the next one, or the
-/// error to return.
-pub(crate) struct Retry<'a> {
-    backoff: &'a Backoff,
-    start: Instant,
-    delay: Duration,
-    attempts: u32,
-    /// The time after which the call gives up.
-    budget: Duration,
-}
-
-impl<'a> Retry<'a> {
-    pub(crate) fn new(backoff: &'a Backoff) -> Self {
-        Self {
-            backoff,
-            start: Instant::now(),
-            delay: backoff.initial,
-            attempts: 0,
-            budget: backoff.give_up_after,
-        }
-    }
-
-    /// The policy of a first contact, which gives up after [`Backoff::first_contact`].
-    pub(crate) fn first_contact(backoff: &'a Backoff) -> Self {
-        Self {
-            budget: backoff.first_contact.min(backoff.give_up_after),
-            ..Self::new(backoff)
-        }
-    }
-
-    /// An attempt of `operation` failed with `source`: `Ok(wait)` to try again after `wait`;
-    /// [`Error::Redis`] when the error is not transient; [`Error::Unavailable`] when waiting
-    /// would pass the backoff's budget.
-    pub(crate) fn failed(
-        &mut self,
-        operation: &'static str,
-        source: RedisError,
-    ) -> Result<Duration> {
-        self.attempts += 1;
-        if !is_transient(&source) {
-            return Err(Error::Redis { operation, source });
-        }
-        let elapsed = self.start.elapsed();
-        if elapsed + self.delay > self.budget {
-            return Err(Error::Unavailable {
-                operation,
-                attempts: self.attempts,
-                elapsed,
-                source,
-            });
-        }
-        let wait = self.delay;
-        self.delay = (self.delay * 2).min(self.backoff.max);
-        Ok(wait)
-    }
-}
-
-/// A cluster client for `seeds` whose own retries (of `MOVED`, `ASK`, `TRYAGAIN` and lost
-/// nodes) are few and quick: the time budget belongs to [`Link::run`].
-fn cluster_client(seeds: Vec<ConnectionInfo>, backoff: &Backoff) -> Result<ClusterClient> {
-    use redis::io::tcp::TcpSettings;
-    let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    ClusterClient::builder(seeds)
-        .connection_timeout(backoff.connect_timeout)
-        .response_timeout(backoff.response_timeout)
-        .retries(4)
-        .min_retry_wait(millis(backoff.initial))
-        .max_retry_wait(millis(backoff.max))
-        .tcp_settings(TcpSettings::default().set_nodelay(true))
-        .build()
-        .map_err(|source| Error::Redis {
-            operation: "open cluster client",
-            source,
-        })
-}
-
-/// Whether a retry on a fresh connection may succeed: the connection broke or timed out, the
-/// server is still loading its data after a restart, or a cluster is between two states (a
-/// slot in migration, a failover under way).
-///
-/// `NOSCRIPT` too: a script call loads its script once when the server does not know it, and
-/// a master promoted by a failover between that load and the call answers `NOSCRIPT` again
-/// (a crawl on a cluster whose masters came and went stopped on it). The script did not run,
-/// so calling again, which loads it on the new master, is safe.
-pub(crate) fn is_transient(e: &RedisError) -> bool {
-    // Not `MOVED` or `ASK`: those are followed where they are met, never retried as they are.
-    e.is_io_error()
-        || e.kind() == redis::ErrorKind::ClusterConnectionNotFound
-        || e.is_connection_dropped()
-        || e.is_connection_refusal()
-        || e.is_timeout()
-        || matches!(
-            e.code(),
-            Some("LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "CLUSTERDOWN" | "NOSCRIPT")
-        )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::RedisServer;
-
-    /// A script call on a server that does not know the script (a master promoted by a
-    /// failover) fails with `NOSCRIPT`: retried, not given up on; a plain error is not.
-    #[test]
-    fn a_script_unknown_to_the_server_is_worth_a_retry() {
-        let Some(server) = RedisServer::start_or_skip("a_script_unknown_to_the_server") else {
-            return;
+    /// A subscription to `channel` on a connection of its own (on a cluster, to the master of
+    /// slot 0: a message published on any node reaches the subscribers of every node). One
+    /// `()` per message; the receiver ends when the connection breaks.
+    pub(crate) async fn subscribe(
+        &self,
+        channel: &str,
+        limit: Duration,
+    ) -> RedisResult<tokio::sync::mpsc::UnboundedReceiver<()>> {
+        let deployment = &self.shared.deployment;
+        let target = Target {
+            info: deployment.info_for(&deployment.any_node())?,
+            backoff: self.shared.backoff,
+            health: self.shared.health.clone(),
         };
-        let mut conn = redis::Client::open(server.url())
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        let unknown: RedisError = redis::cmd("EVALSHA")
-            .arg("0123456789abcdef0123456789abcdef01234567")
-            .arg(0)
-            .query::<()>(&mut conn)
-            .unwrap_err();
-        assert_eq!(unknown.code(), Some("NOSCRIPT"));
-        assert!(is_transient(&unknown));
-        let wrong: RedisError = redis::cmd("INCR")
-            .arg("not-a-number")
-            .arg("extra")
-            .query::<()>(&mut conn)
-            .unwrap_err();
-        assert!(!is_transient(&wrong), "{wrong}");
+        crate::node::subscribe(&target, channel, limit).await
     }
+}
+
+impl Connection {
+    fn deployment(&self) -> &Deployment {
+        &self.shared().deployment
+    }
+
+    /// One command to `node`, its reply decoded, errors as errors; not redirected.
+    pub(crate) async fn query_on(&self, node: &str, cmd: &redis::Cmd) -> RedisResult<Value> {
+        let answer = self
+            .raw(node, cmd.get_packed_command(), 1, None, None)
+            .await?;
+        Replies::new(&answer.bytes).value()?.extract_error()
+    }
+}
+
+/// What the seeds say: a cluster's slot map, or `None` for one server. Tries every seed in
+/// turn, so a client starts while some nodes are down.
+async fn discover(conn: &Connection) -> std::result::Result<Option<SlotMap>, Failure> {
+    let deployment = conn.deployment();
+    let mut last = None;
+    for seed in 0..deployment.seed_count() {
+        let node = deployment.seed(seed);
+        let info = match conn
+            .query_on(&node, redis::cmd("INFO").arg("cluster"))
+            .await
+        {
+            Ok(info) => info,
+            Err(e) => {
+                last = Some(e);
+                continue;
+            }
+        };
+        let info: String = redis::from_redis_value(info).map_err(RedisError::from)?;
+        if !info.contains("cluster_enabled:1") {
+            if deployment.seed_count() > 1 {
+                return Err(Failure::Fatal(Error::Redis {
+                    operation: "open cluster",
+                    source: RedisError::from((
+                        redis::ErrorKind::Client,
+                        "several URLs name a cluster, but the server is not one",
+                    )),
+                }));
+            }
+            return Ok(None);
+        }
+        match slot_map(conn, &node).await {
+            Ok(map) => return Ok(Some(map)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(Failure::Redis(last.unwrap_or_else(|| {
+        RedisError::from((redis::ErrorKind::Client, "no seed to ask"))
+    })))
+}
+
+/// `CLUSTER SLOTS` of `node`.
+async fn slot_map(conn: &Connection, node: &str) -> RedisResult<SlotMap> {
+    let reply = conn
+        .query_on(node, redis::cmd("CLUSTER").arg("SLOTS"))
+        .await?;
+    SlotMap::from_cluster_slots(&reply).ok_or_else(|| {
+        RedisError::from((
+            redis::ErrorKind::Parse,
+            "CLUSTER SLOTS answered no slot map",
+        ))
+    })
+}
+
+/// Reads the slot map again when a failure may have moved slots, from the first node that
+/// answers.
+async fn refresh_if_stale(conn: &Connection) -> RedisResult<()> {
+    let deployment = conn.deployment();
+    if !deployment.take_stale() {
+        return Ok(());
+    }
+    let mut last = None;
+    for node in deployment.known_nodes() {
+        match slot_map(conn, &node).await {
+            Ok(map) => {
+                deployment.refreshed(&map);
+                return Ok(());
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    deployment.mark_stale();
+    Err(last.unwrap_or_else(|| RedisError::from((redis::ErrorKind::Client, "no node to ask"))))
 }

@@ -272,7 +272,7 @@ impl SharedConfig {
         timeout: Duration,
     ) -> Result<Option<ConfigSnapshot>> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut changes = Subscription::new(self.link.client().clone(), self.channel.clone());
+        let mut changes = Subscription::new(self.link.clone(), self.channel.clone());
         // Subscribe first, then read: a change between the two is then never missed.
         changes.ensure(POLL_INTERVAL.min(timeout)).await;
         loop {

@@ -3,42 +3,37 @@
 
 use std::time::Duration;
 
-use futures_util::{FutureExt, StreamExt};
-use redis::Client;
-use redis::aio::PubSubStream;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::link::Link;
 
 /// A lazily (re)connected subscription to one channel.
 pub(crate) struct Subscription {
-    client: Client,
+    link: Link,
     channel: String,
-    stream: Option<PubSubStream>,
+    messages: Option<UnboundedReceiver<()>>,
 }
 
 impl Subscription {
-    pub(crate) fn new(client: Client, channel: String) -> Self {
+    pub(crate) fn new(link: Link, channel: String) -> Self {
         Self {
-            client,
+            link,
             channel,
-            stream: None,
+            messages: None,
         }
     }
 
     /// Subscribes if not subscribed; false when Redis cannot be reached right now.
     pub(crate) async fn ensure(&mut self, within: Duration) -> bool {
-        if self.stream.is_some() {
+        if self.messages.is_some() {
             return true;
         }
-        let connect = async {
-            let mut pubsub = self.client.get_async_pubsub().await?;
-            pubsub.subscribe(&self.channel).await?;
-            Ok::<_, redis::RedisError>(pubsub.into_on_message())
-        };
-        match tokio::time::timeout(within, connect).await {
-            Ok(Ok(stream)) => {
-                self.stream = Some(stream);
+        match self.link.subscribe(&self.channel, within).await {
+            Ok(messages) => {
+                self.messages = Some(messages);
                 true
             }
-            _ => false,
+            Err(_) => false,
         }
     }
 
@@ -50,18 +45,18 @@ impl Subscription {
             tokio::time::sleep(wait.saturating_sub(start.elapsed())).await;
             return false;
         }
-        let Some(stream) = self.stream.as_mut() else {
+        let Some(messages) = self.messages.as_mut() else {
             return false;
         };
         let left = wait.saturating_sub(start.elapsed());
-        match tokio::time::timeout(left, stream.next()).await {
-            Ok(Some(_)) => {
+        match tokio::time::timeout(left, messages.recv()).await {
+            Ok(Some(())) => {
                 // Several wake-ups may be queued; one re-check covers them all.
-                while let Some(Some(_)) = stream.next().now_or_never() {}
+                while messages.try_recv().is_ok() {}
                 true
             }
             Ok(None) => {
-                self.stream = None;
+                self.messages = None;
                 false
             }
             Err(_) => false,

@@ -1,23 +1,25 @@
-//! A plain RESP connection for the segment store's hot path.
+//! RESP replies as they come off a connection: where each ends ([`frame`], on the I/O thread,
+//! without building anything), and what they say ([`Replies`], on the caller's thread).
 //!
-//! A batch of 1,000 URLs is answered by about 4,000 integers. Decoding them into the `redis`
-//! crate's `Value` tree costs about 110 ns each, more than Redis spends setting the bits, so
-//! the store reads its pipelined replies with this small decoder instead (integers, simple
-//! strings, errors, bulk strings, nil and arrays: all that `BITFIELD`, `WATCH` and `EXEC`
-//! answer) over its own socket. Connection details (address, database, credentials) come from
-//! the `redis` crate's URL parsing.
+//! A batch of 1,000 URLs is answered by about 2,500 integers. Decoding them into the `redis`
+//! crate's `Value` tree costs more than Redis spends setting the bits (see `docs/redis.md`),
+//! so the segment store reads its `BITFIELD` replies straight from the bytes: integers,
+//! simple strings, errors, bulk strings, nil and arrays, all that `BITFIELD`, `WATCH` and
+//! `EXEC` answer. Every other reply is handed to the `redis` crate's parser, so callers keep
+//! its `Value` and `FromRedisValue` conversions.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
+use std::io::{self, BufRead, Read};
 
-use redis::{ConnectionAddr, ConnectionInfo};
-
-use crate::resp::Packed;
-
-/// Longest bulk string or array the decoder accepts from the server: far above any reply the
-/// store asks for, far below what would exhaust memory.
+/// Longest bulk string or array accepted from the server: far above any reply the layer asks
+/// for, far below what would exhaust memory.
 const MAX_LEN: usize = 64 << 20;
+
+/// Deepest array nesting accepted (the store's replies nest at most twice, `CLUSTER SLOTS`
+/// three times).
+const MAX_DEPTH: usize = 32;
+
+/// Longest reply line (type byte, number or simple string, CRLF) accepted.
+const MAX_LINE: usize = 64 << 10;
 
 /// One decoded reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,133 +32,105 @@ pub(crate) enum Reply {
     Error(String),
 }
 
-enum Stream {
-    Tcp(TcpStream),
-    #[cfg(unix)]
-    Unix(std::os::unix::net::UnixStream),
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Self::Tcp(s) => s.read(buf),
-            #[cfg(unix)]
-            Self::Unix(s) => s.read(buf),
+/// The length of the first complete reply in `buf`: `Ok(None)` while it is cut short, an error
+/// for bytes that are not RESP. Nothing is allocated for a length the server claims, so no
+/// input can make it allocate without bound.
+pub(crate) fn frame(buf: &[u8]) -> io::Result<Option<usize>> {
+    let mut pos = 0;
+    // Per open array, the values it still lacks; the outermost "array" is the reply itself.
+    let mut open: Vec<usize> = vec![1];
+    loop {
+        let Some(newline) = buf[pos..].iter().position(|&b| b == b'\n') else {
+            if buf.len() - pos > MAX_LINE {
+                return Err(malformed("reply line too long"));
+            }
+            return Ok(None);
+        };
+        let line = &buf[pos..pos + newline + 1];
+        if line.len() < 3 || !line.ends_with(b"\r\n") {
+            return Err(malformed("reply line without CRLF"));
+        }
+        let body = &line[1..line.len() - 2];
+        let after = pos + line.len();
+        match line[0] {
+            b'+' | b'-' => pos = after,
+            b':' => {
+                parse_int(body)?;
+                pos = after;
+            }
+            b'$' => match parse_int(body)? {
+                len if len < 0 => pos = after,
+                len => {
+                    let end = after + checked_len(len)? + 2;
+                    if end > buf.len() {
+                        return Ok(None);
+                    }
+                    if &buf[end - 2..end] != b"\r\n" {
+                        return Err(malformed("bulk string without CRLF"));
+                    }
+                    pos = end;
+                }
+            },
+            b'*' => {
+                pos = after;
+                let len = parse_int(body)?;
+                if len > 0 {
+                    if open.len() > MAX_DEPTH {
+                        return Err(malformed("replies nested too deeply"));
+                    }
+                    open.push(checked_len(len)?);
+                    continue;
+                }
+            }
+            _ => return Err(malformed("unknown reply type")),
+        }
+        // One value is complete: close the arrays it completes.
+        loop {
+            let Some(lacking) = open.last_mut() else {
+                return Ok(Some(pos));
+            };
+            *lacking -= 1;
+            if *lacking > 0 {
+                break;
+            }
+            open.pop();
+            if open.is_empty() {
+                return Ok(Some(pos));
+            }
         }
     }
 }
 
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Self::Tcp(s) => s.write(buf),
-            #[cfg(unix)]
-            Self::Unix(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Self::Tcp(s) => s.flush(),
-            #[cfg(unix)]
-            Self::Unix(s) => s.flush(),
-        }
-    }
-}
-
-/// A connected, authenticated socket with a buffered reader.
-pub(crate) struct Wire {
-    reader: BufReader<Stream>,
+/// Replies received for one request, read in order.
+pub(crate) struct Replies<'a> {
+    rest: &'a [u8],
     line: Vec<u8>,
 }
 
-impl Wire {
-    /// Connects, authenticates and selects the database of `info`.
-    pub(crate) fn connect(
-        info: &ConnectionInfo,
-        connect_timeout: Duration,
-        io_timeout: Duration,
-    ) -> io::Result<Self> {
-        let stream = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => {
-                let mut last = io::Error::new(io::ErrorKind::NotFound, "address did not resolve");
-                let mut connected = None;
-                for addr in std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), *port))? {
-                    match TcpStream::connect_timeout(&addr, connect_timeout) {
-                        Ok(s) => {
-                            connected = Some(s);
-                            break;
-                        }
-                        Err(e) => last = e,
-                    }
-                }
-                let s = connected.ok_or(last)?;
-                // A pipeline's tail must not wait for a delayed acknowledgement.
-                s.set_nodelay(true)?;
-                s.set_read_timeout(Some(io_timeout))?;
-                s.set_write_timeout(Some(io_timeout))?;
-                Stream::Tcp(s)
-            }
-            #[cfg(unix)]
-            ConnectionAddr::Unix(path) => {
-                let s = std::os::unix::net::UnixStream::connect(path)?;
-                s.set_read_timeout(Some(io_timeout))?;
-                s.set_write_timeout(Some(io_timeout))?;
-                Stream::Unix(s)
-            }
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "the segment store speaks plain TCP or Unix sockets (no TLS)",
-                ));
-            }
-        };
-        let mut wire = Self {
-            reader: BufReader::with_capacity(64 << 10, stream),
+impl<'a> Replies<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            rest: bytes,
             line: Vec::with_capacity(64),
-        };
-        let settings = info.redis_settings();
-        let mut hello = Packed::default();
-        if let Some(password) = settings.password() {
-            match settings.username() {
-                Some(user) => {
-                    hello.command(3);
-                    hello.bulk(b"AUTH");
-                    hello.bulk(user.as_bytes());
-                }
-                None => {
-                    hello.command(2);
-                    hello.bulk(b"AUTH");
-                }
-            }
-            hello.bulk(password.as_bytes());
         }
-        if settings.db() != 0 {
-            hello.command(2);
-            hello.bulk(b"SELECT");
-            hello.bulk(settings.db().to_string().as_bytes());
-        }
-        if hello.commands > 0 {
-            for reply in wire.pipeline(&hello, 0)? {
-                if let Reply::Error(e) = reply {
-                    return Err(io::Error::new(io::ErrorKind::PermissionDenied, e));
-                }
-            }
-        }
-        Ok(wire)
     }
 
-    /// Sends the packed commands and returns the replies after the first `skip`.
-    pub(crate) fn pipeline(&mut self, packed: &Packed, skip: usize) -> io::Result<Vec<Reply>> {
-        self.send(&packed.buf)?;
-        self.receive(packed.commands, skip)
+    /// The next reply through the `redis` crate's parser: error replies become
+    /// `Value::ServerError`, as on the crate's own connections.
+    pub(crate) fn value(&mut self) -> redis::RedisResult<redis::Value> {
+        let len = frame(self.rest)?.ok_or_else(|| malformed("reply cut short"))?;
+        let (reply, rest) = self.rest.split_at(len);
+        self.rest = rest;
+        redis::parse_redis_value(reply)
     }
 
-    /// Writes commands without waiting for their replies, so Redis runs them while the caller
-    /// packs the next ones; [`receive`](Self::receive) collects the replies afterwards. Replies
-    /// are small next to commands, so they wait in socket buffers without blocking anyone.
-    pub(crate) fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.reader.get_mut().write_all(bytes)
+    /// Skips `count` replies.
+    pub(crate) fn skip(&mut self, count: usize) -> io::Result<()> {
+        for _ in 0..count {
+            let len = frame(self.rest)?.ok_or_else(|| malformed("reply cut short"))?;
+            self.rest = &self.rest[len..];
+        }
+        Ok(())
     }
 
     /// Reads `count` replies and returns those after the first `skip`.
@@ -174,9 +148,8 @@ impl Wire {
     /// Reads `count` `BITFIELD` replies, each an array whose first `header` values are
     /// integers of any size (appended to `headers`: a key's header fields) and whose others
     /// are 0 or 1 (appended to `bits`: `u1` fields), without building a reply tree. An error
-    /// reply is returned as `Ok(Err(message))` after the remaining replies were read, so the
-    /// connection stays usable.
-    pub(crate) fn receive_bitfields(
+    /// reply is returned as `Ok(Err(message))` after the remaining replies were read.
+    pub(crate) fn bitfields(
         &mut self,
         count: usize,
         header: usize,
@@ -191,11 +164,11 @@ impl Wire {
         Ok(failure.map_or(Ok(()), Err))
     }
 
-    /// [`receive_bitfields`](Self::receive_bitfields) for `count` `BITFIELD` commands sent
-    /// inside `MULTI` ... `EXEC` with one more command queued after them (the transaction's
-    /// token): reads `+OK`, the `+QUEUED`s, and the `EXEC` array. A transaction Redis refused
-    /// (an error while queueing, `EXEC` answering nil) is `Ok(Err(message))`.
-    pub(crate) fn receive_bitfield_transaction(
+    /// [`bitfields`](Self::bitfields) for `count` `BITFIELD` commands sent inside `MULTI` ...
+    /// `EXEC` with one more command queued after them (the transaction's token): reads `+OK`,
+    /// the `+QUEUED`s, and the `EXEC` array. A transaction Redis refused (an error while
+    /// queueing, `EXEC` answering nil) is `Ok(Err(message))`.
+    pub(crate) fn bitfield_transaction(
         &mut self,
         count: usize,
         header: usize,
@@ -239,11 +212,7 @@ impl Wire {
     /// Reads one `BITFIELD` reply per command, each preceded by an `ASKING` reply where
     /// `asking` says so: per command its header values and bits, or the error it got (a
     /// cluster's `MOVED` or `ASK` among them), so each can be sent again on its own.
-    pub(crate) fn receive_each(
-        &mut self,
-        asking: &[bool],
-        header: usize,
-    ) -> io::Result<Vec<CommandReply>> {
+    pub(crate) fn each(&mut self, asking: &[bool], header: usize) -> io::Result<Vec<CommandReply>> {
         let mut out = Vec::with_capacity(asking.len());
         for &ask in asking {
             let mut asked = None;
@@ -298,11 +267,11 @@ impl Wire {
     }
 
     fn read_line(&mut self) -> io::Result<()> {
-        read_line(&mut self.reader, &mut self.line)
+        read_line(&mut self.rest, &mut self.line)
     }
 
     fn read_reply(&mut self) -> io::Result<Reply> {
-        read_reply(&mut self.reader, &mut self.line)
+        read_reply(&mut self.rest, &mut self.line)
     }
 }
 
@@ -330,7 +299,7 @@ fn read_reply(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Reply
     read_nested(reader, line, 0)
 }
 
-fn read_nested(reader: &mut impl BufRead, line: &mut Vec<u8>, depth: u32) -> io::Result<Reply> {
+fn read_nested(reader: &mut impl BufRead, line: &mut Vec<u8>, depth: usize) -> io::Result<Reply> {
     if depth > MAX_DEPTH {
         return Err(malformed("replies nested too deeply"));
     }
@@ -374,12 +343,6 @@ fn read_nested(reader: &mut impl BufRead, line: &mut Vec<u8>, depth: u32) -> io:
     }
 }
 
-/// Deepest array nesting accepted (the store's replies nest at most twice).
-const MAX_DEPTH: u32 = 8;
-
-/// Longest reply line (type byte, number or simple string, CRLF) the decoder reads.
-const MAX_LINE: usize = 64 << 10;
-
 fn parse_int(digits: &[u8]) -> io::Result<i64> {
     let (negative, digits) = match digits.split_first() {
         Some((b'-', rest)) => (true, rest),
@@ -405,11 +368,23 @@ fn checked_len(len: i64) -> io::Result<usize> {
     usize::try_from(len)
         .ok()
         .filter(|&l| l <= MAX_LEN)
-        .ok_or_else(|| malformed("reply longer than the store accepts"))
+        .ok_or_else(|| malformed("reply longer than the layer accepts"))
 }
 
 fn malformed(what: &'static str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what)
+}
+
+/// An error reply's message (`MOVED 3999 10.0.0.2:7000`) as the `redis` crate's error, with
+/// its code, so that [`is_transient`](crate::retry::is_transient) and redirections read it.
+pub(crate) fn error_reply(message: String) -> redis::RedisError {
+    let line = format!("-{}\r\n", message.replace(['\r', '\n'], " "));
+    match redis::parse_redis_value(line.as_bytes()).and_then(redis::Value::extract_error) {
+        Err(e) => e,
+        Ok(_) => {
+            redis::RedisError::from((redis::ErrorKind::Client, "redis answered an error", message))
+        }
+    }
 }
 
 /// One command's reply in a cluster batch: its header values and bits, or the error it got.
@@ -441,6 +416,26 @@ mod tests {
             while read_reply(&mut reader, &mut line).is_ok() && !reader.is_empty() {}
         }
 
+        /// Framing finds the end of any well-formed reply, and nothing before it.
+        #[test]
+        fn a_reply_is_framed_only_when_complete(reply in reply_strategy(), tail in prop::collection::vec(any::<u8>(), 0..8)) {
+            let mut bytes = Vec::new();
+            encode(&reply, &mut bytes);
+            let len = bytes.len();
+            for cut in 0..len {
+                prop_assert_eq!(frame(&bytes[..cut]).unwrap(), None);
+            }
+            bytes.extend_from_slice(&tail);
+            prop_assert_eq!(frame(&bytes).unwrap(), Some(len));
+            let mut replies = Replies::new(&bytes[..len]);
+            prop_assert_eq!(replies.receive(1, 0).unwrap(), vec![reply]);
+        }
+
+        #[test]
+        fn arbitrary_bytes_frame_without_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            let _ = frame(&bytes);
+        }
+
         #[test]
         fn well_formed_replies_round_trip(reply in reply_strategy()) {
             let mut bytes = Vec::new();
@@ -468,6 +463,10 @@ mod tests {
             deep.extend_from_slice(b"*1\r\n");
         }
         assert!(read_reply(&mut &deep[..], &mut line).is_err());
+        assert!(frame(&deep).is_err());
+        // A claimed length is not allocated: the reply is merely incomplete.
+        assert_eq!(frame(b"*100000\r\n:1\r\n").unwrap(), None);
+        assert_eq!(frame(b"$1000000\r\nab").unwrap(), None);
     }
 
     fn reply_strategy() -> impl Strategy<Value = Reply> {

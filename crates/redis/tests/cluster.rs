@@ -293,6 +293,82 @@ fn coordination_runs_on_a_cluster() {
     });
 }
 
+/// A crawl's frontier, membership, leader lease, ids and config live in one slot, and its
+/// master dies. Calls made after it died, while its replica takes over, wait for the new
+/// master and succeed: the layer reads the slot map again after each failure and follows
+/// `MOVED`. Every task is done once.
+#[test]
+fn coordination_rides_out_a_failover() {
+    let Some(mut cluster) = RedisCluster::start_or_skip("coordination failover", 3, 1) else {
+        return;
+    };
+    runtime().block_on(async {
+        let link = Link::connect(&cluster.url()).await.unwrap();
+        let ns = Namespace::new("failover").unwrap();
+        let frontier = Frontier::new(link.clone(), ns.clone());
+        let members = Membership::new(link.clone(), ns.clone());
+        let lease = LeaderLease::new(link.clone(), ns.clone());
+        let ids = GlobalIds::new(link.clone(), ns.clone());
+        let config = SharedConfig::new(link.clone(), ns.clone());
+        let me = WorkerId::new("w0").unwrap();
+        members.join(&me).await.unwrap();
+        let epoch = lease.try_acquire(&me).await.unwrap().expect("leader");
+        let pushed = tasks(10, 20);
+        frontier.push(&pushed).await.unwrap();
+        let first_id = ids.next().await.unwrap();
+        // Everything so far is on the replica before the master dies: the failover loses
+        // nothing (replication is asynchronous).
+        let generation = ns.key("generation");
+        let (_, replicas): (i64, i64) = link
+            .run("wait for the replica", |mut conn| {
+                let mut pipe = redis::pipe();
+                pipe.cmd("EXISTS")
+                    .arg(&generation)
+                    .cmd("WAIT")
+                    .arg(1)
+                    .arg(10_000);
+                async move { pipe.query_async(&mut conn).await }
+            })
+            .await
+            .unwrap();
+        assert_eq!(replicas, 1);
+        let masters = cluster.masters().len();
+        let victim = cluster.master_of(key_slot(generation.as_bytes())).unwrap();
+        // The victim also serves slot 0, where commands without a key go: they must find the
+        // new master too.
+        assert_eq!(cluster.master_of(0), Some(victim));
+        let before = link.stats();
+        cluster.kill_node(victim);
+        let pinger = link.clone();
+        let calls = tokio::spawn(async move {
+            pinger.ping().await.unwrap();
+            assert!(members.heartbeat(&me).await.unwrap(), "membership lost");
+            assert!(lease.renew(&me, epoch).await.unwrap(), "leadership lost");
+            assert!(ids.next().await.unwrap() > first_id);
+            config
+                .set_fenced(epoch, &[("after", "failover")])
+                .await
+                .unwrap();
+            let mut done = Vec::new();
+            while let Some(task) = frontier
+                .claim_wait(&me, Duration::from_millis(100))
+                .await
+                .unwrap()
+            {
+                assert!(frontier.ack(&task).await.unwrap(), "a task acked twice");
+                done.push(task.url().to_owned());
+            }
+            assert_eq!(frontier.pending().await.unwrap(), 0);
+            done
+        });
+        cluster.await_failover(victim, masters).unwrap();
+        assert_each_once(calls.await.unwrap(), &pushed);
+        // The calls met the dead master, and none gave up.
+        assert!(link.stats().failed_attempts > before.failed_attempts);
+        assert_eq!(link.stats().unavailable, before.unavailable);
+    });
+}
+
 /// A frontier's slot moves to another master while workers claim and acknowledge, then to
 /// a master added for it, which is then removed; tasks are pushed before, during and after
 /// the moves: every task is done once.

@@ -105,6 +105,8 @@ pub struct Builder {
     redis_backoff: url_dedup_redis::Backoff,
     #[cfg(feature = "redis")]
     redis_hashes: Option<u32>,
+    #[cfg(feature = "redis")]
+    redis_acknowledge: Option<url_dedup_redis::Acknowledge>,
     #[cfg(feature = "similarity")]
     similarity: Option<Preset>,
     #[cfg(feature = "similarity")]
@@ -126,6 +128,8 @@ impl Default for Builder {
             redis_backoff: url_dedup_redis::Backoff::default(),
             #[cfg(feature = "redis")]
             redis_hashes: None,
+            #[cfg(feature = "redis")]
+            redis_acknowledge: None,
             #[cfg(feature = "similarity")]
             similarity: None,
             #[cfg(feature = "similarity")]
@@ -343,6 +347,36 @@ impl Builder {
     #[cfg(feature = "redis")]
     pub fn redis_hashes(mut self, k: u32) -> Self {
         self.redis_hashes = Some(k);
+        self
+    }
+
+    /// Waits after every batch that admits URLs until `ack.replicas` replicas of each master
+    /// it wrote to hold its writes (`WAIT`), so that a failover to a replica loses no
+    /// admission (see [`StoreOptions::acknowledge`](url_dedup_redis::StoreOptions::acknowledge)).
+    /// A batch not acknowledged within `ack.timeout` is tried again, and fails with
+    /// [`Error::Redis`] once the give-up budget is spent: run masters with more replicas than
+    /// `ack.replicas`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("facade acknowledge example") else { return Ok(()) };
+    /// use std::time::Duration;
+    /// use url_dedup::{UrlDedup, redis::{Acknowledge, Backoff}};
+    ///
+    /// // This server has no replica: a batch that waits for one is never acknowledged.
+    /// let waiting = UrlDedup::builder()
+    ///     .redis(&server.url(), "acked")
+    ///     .redis_backoff(Backoff::giving_up_after(Duration::from_millis(300)))
+    ///     .redis_acknowledge(Acknowledge { replicas: 1, timeout: Duration::from_millis(20) })
+    ///     .build()?;
+    /// assert!(waiting.check_and_insert("https://example.com/").is_err());
+    /// # Ok::<(), url_dedup::Error>(())
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn redis_acknowledge(mut self, ack: url_dedup_redis::Acknowledge) -> Self {
+        self.redis_acknowledge = Some(ack);
         self
     }
 
@@ -613,15 +647,17 @@ impl Builder {
     fn exact(&self, from: Option<(u16, &mut dyn Read)>, limits: Limits) -> Result<Exact, Error> {
         #[cfg(feature = "redis")]
         if let Some((url, prefix)) = &self.redis {
-            let shared = Exact::redis(
-                url,
-                prefix,
-                self.redis_backoff,
-                self.redis_hashes,
-                self.expected_urls,
-                self.fpr,
-                self.key,
-            )?;
+            // A key given by the caller stays out of Redis: processes that share the filter
+            // bring it themselves. Without one, the first process's random key is shared
+            // through the metadata.
+            let options = url_dedup_redis::StoreOptions {
+                backoff: self.redis_backoff,
+                key: self.key,
+                hashes: self.redis_hashes,
+                acknowledge: self.redis_acknowledge,
+                ..url_dedup_redis::StoreOptions::new(prefix.as_str())
+            };
+            let shared = Exact::redis(url, options, self.expected_urls, self.fpr)?;
             return match from {
                 Some((tag, mut input)) => Exact::read(tag, &mut input, Some(shared), limits),
                 None => Ok(shared),

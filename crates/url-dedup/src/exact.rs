@@ -110,29 +110,17 @@ impl Exact {
         }
     }
 
-    /// Opens the shared filter under `prefix` in Redis, creating it if it does not exist. A
+    /// Opens the shared filter under `options.prefix` in Redis, creating it if it does not exist. A
     /// process that finds an existing filter adopts its size and key, so every process that
     /// names the same prefix shares one filter.
     #[cfg(feature = "redis")]
     pub(crate) fn redis(
         url: &str,
-        prefix: &str,
-        backoff: url_dedup_redis::Backoff,
-        hashes: Option<u32>,
+        options: url_dedup_redis::StoreOptions,
         expected: u64,
         fpr: f64,
-        key: Option<HashKey>,
     ) -> Result<Self, Error> {
-        use url_dedup_redis::{SharedFilter, StoreOptions};
-        // A key given by the caller stays out of Redis: processes that share the filter
-        // bring it themselves. Without one, the first process's random key is shared through
-        // the metadata.
-        let options = StoreOptions {
-            backoff,
-            key,
-            hashes,
-            ..StoreOptions::new(prefix)
-        };
+        use url_dedup_redis::SharedFilter;
         // Growing, like the in-memory default: the first process sizes the first layer, the
         // filter adds layers key by key, and later processes join what it made.
         Ok(Self::Redis(Box::new(SharedFilter::open(

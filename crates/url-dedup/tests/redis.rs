@@ -338,3 +338,88 @@ fn flush_all(port: u16) {
     stream.read_exact(&mut reply).unwrap();
     assert_eq!(&reply, b"+OK\r\n");
 }
+
+/// `redis_acknowledge` reaches the shared filter: with a replica attached, every admitting
+/// batch returns once the replica holds its writes, so the replica's data keys equal the
+/// master's when the call returns; a demand for more replicas than the master has is never
+/// met, and the batch fails once the give-up budget is spent.
+#[test]
+fn admissions_wait_for_the_replicas_asked_for() {
+    use std::time::Duration;
+    use url_dedup_redis::{Acknowledge, Backoff};
+    let (Some(master), Some(replica)) = (
+        RedisServer::start_or_skip("facade acknowledge master"),
+        RedisServer::start_or_skip("facade acknowledge replica"),
+    ) else {
+        return;
+    };
+    let mut to_replica = redis::Client::open(replica.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port())
+        .exec(&mut to_replica)
+        .unwrap();
+    // The replica's first sync has to finish before it can acknowledge anything.
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut to_replica)
+            .unwrap();
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let acked = UrlDedup::builder()
+        .expected_urls(10_000)
+        .redis(&master.url(), "acked")
+        .redis_acknowledge(Acknowledge {
+            replicas: 1,
+            timeout: Duration::from_secs(10),
+        })
+        .build()
+        .unwrap();
+    let urls: Vec<String> = (0..2_000)
+        .map(|i| format!("https://acked.example/{i}"))
+        .collect();
+    for chunk in urls.chunks(500) {
+        for r in acked.check_and_insert_batch(chunk.iter()) {
+            assert!(r.unwrap().is_new());
+        }
+    }
+    let mut to_master = redis::Client::open(master.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("acked:*")
+        .query(&mut to_master)
+        .unwrap();
+    let data: Vec<&String> = keys
+        .iter()
+        .filter(|k| !k.ends_with(":meta") && !k.contains(":conn:"))
+        .collect();
+    assert!(!data.is_empty());
+    for key in data {
+        let on_master: Vec<u8> = redis::cmd("GET").arg(key).query(&mut to_master).unwrap();
+        let on_replica: Vec<u8> = redis::cmd("GET").arg(key).query(&mut to_replica).unwrap();
+        assert!(on_master == on_replica, "{key} differs on the replica");
+    }
+    let greedy = UrlDedup::builder()
+        .expected_urls(10_000)
+        .redis(&master.url(), "acked")
+        .redis_backoff(Backoff::giving_up_after(Duration::from_millis(500)))
+        .redis_acknowledge(Acknowledge {
+            replicas: 2,
+            timeout: Duration::from_millis(50),
+        })
+        .build()
+        .unwrap();
+    let err = greedy
+        .check_and_insert("https://acked.example/more")
+        .unwrap_err();
+    assert!(err.to_string().contains("replicas"), "{err}");
+}

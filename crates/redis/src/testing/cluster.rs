@@ -351,13 +351,45 @@ impl RedisCluster {
     /// ```
     pub fn kill_and_fail_over(&mut self, port: u16) -> io::Result<()> {
         let masters = self.masters().len();
+        self.kill_node(port);
+        self.await_failover(port, masters)
+    }
+
+    /// Kills (SIGKILL) the node on `port` and returns at once: if it was a master, its slots
+    /// are served by nobody until [`await_failover`](Self::await_failover) says a replica
+    /// took over.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let mut cluster = url_dedup_redis::testing::RedisCluster::start(3, 1)?;
+    /// let victim = cluster.masters()[0].port;
+    /// cluster.kill_node(victim);
+    /// // Clients meet a dead master here.
+    /// cluster.await_failover(victim, 3)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn kill_node(&mut self, port: u16) {
         if let Some(node) = self.nodes.iter_mut().find(|n| n.port() == port) {
             node.kill();
         }
+    }
+
+    /// Waits until `masters` masters, none on `gone`, serve every slot and every live node
+    /// agrees.
+    ///
+    /// # Errors
+    ///
+    /// No failover within a minute.
+    ///
+    /// # Examples
+    ///
+    /// See [`kill_node`](Self::kill_node).
+    pub fn await_failover(&self, gone: u16, masters: usize) -> io::Result<()> {
         let deadline = Instant::now() + SETTLE_TIMEOUT;
         loop {
             let live = self.masters();
-            if live.len() == masters && live.iter().all(|m| m.port != port) && self.state_ok() {
+            if live.len() == masters && live.iter().all(|m| m.port != gone) && self.state_ok() {
                 return Ok(());
             }
             if Instant::now() > deadline {

@@ -129,6 +129,8 @@ pub fn command_calls(
 #[derive(Debug)]
 pub struct RedisServer {
     child: Option<Child>,
+    /// The server's own process id (the child is its supervisor).
+    pid: Option<u32>,
     port: u16,
     binary: PathBuf,
     durable: bool,
@@ -268,6 +270,7 @@ impl RedisServer {
             }
             let mut server = Self {
                 child: None,
+                pid: None,
                 port,
                 binary: binary.clone(),
                 durable,
@@ -328,6 +331,7 @@ impl RedisServer {
             }
             if ping(self.port) {
                 self.child = Some(child);
+                self.pid = Some(server_pid(self.port)?);
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -404,6 +408,58 @@ impl RedisServer {
         }
     }
 
+    /// Stops the server (SIGSTOP) without closing anything: connections stay open, new ones
+    /// are accepted by the kernel, and nothing is answered until [`resume`](Self::resume), as
+    /// with a server frozen by a long fork, a swap storm or a paused virtual machine.
+    ///
+    /// # Errors
+    ///
+    /// The server is not running, or the signal could not be sent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup_redis::testing::RedisServer;
+    ///
+    /// let Some(mut server) = RedisServer::start_or_skip("pause example") else { return Ok(()) };
+    /// server.pause()?;
+    /// server.resume()?;
+    /// assert!(server.is_running());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn pause(&mut self) -> io::Result<()> {
+        self.signal("-STOP")
+    }
+
+    /// Lets a [`pause`](Self::pause)d server go on (SIGCONT).
+    ///
+    /// # Errors
+    ///
+    /// The server is not running, or the signal could not be sent.
+    ///
+    /// # Examples
+    ///
+    /// See [`pause`](Self::pause).
+    pub fn resume(&mut self) -> io::Result<()> {
+        self.signal("-CONT")
+    }
+
+    fn signal(&mut self, signal: &str) -> io::Result<()> {
+        let pid = match (self.is_running(), self.pid) {
+            (true, Some(pid)) => pid,
+            _ => return Err(io::Error::other("the server is not running")),
+        };
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("kill {signal} {pid} failed")))
+        }
+    }
+
     /// Kills the server at once (SIGKILL: no shutdown, no final save), as a crash would.
     ///
     /// # Examples
@@ -416,6 +472,7 @@ impl RedisServer {
     /// assert!(std::net::TcpStream::connect(("127.0.0.1", server.port())).is_err());
     /// ```
     pub fn kill(&mut self) {
+        self.pid = None;
         if let Some(child) = self.child.take() {
             stop(child);
         }
@@ -484,6 +541,27 @@ fn ping(port: u16) -> bool {
     let mut line = String::new();
     let mut reader = BufReader::new(stream.take(256));
     reader.read_line(&mut line).is_ok() && line.starts_with("+PONG")
+}
+
+/// The process id of the server on `port`, from `INFO server`.
+fn server_pid(port: u16) -> io::Result<u32> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.write_all(b"INFO server\r\n")?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Err(io::Error::other("INFO server had no process_id"));
+        }
+        if let Some(pid) = line.trim().strip_prefix("process_id:") {
+            return pid
+                .parse()
+                .map_err(|_| io::Error::other("INFO server's process_id is not a number"));
+        }
+    }
 }
 
 fn log_tail(path: &Path) -> String {

@@ -2,12 +2,96 @@
 //!
 //! Bits of the shared filter are only ever set, so a bit seen as 1 stays 1 for as long as the
 //! server keeps its data. The store leaves such bits out of its commands. The copy is
-//! emptied whenever the store opens a connection, since a Redis that restarted may have lost
-//! data; an epoch keeps a batch planned before such a clear from teaching the copy what it saw
-//! on the old connection.
+//! emptied whenever a connection of the store is opened again, since a Redis that restarted
+//! may have lost data; an epoch keeps a batch planned before such a clear from teaching the
+//! copy what it saw on the old connection.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
+
+use url_dedup_segmented::{Layout, Probe};
+
+/// The store's cache of known bits (when it keeps one), what it saved, and the connections it
+/// was learned on.
+#[derive(Debug)]
+pub(crate) struct Known {
+    bits: Option<KnownBits>,
+    sent: AtomicU64,
+    skipped: AtomicU64,
+    /// The generations of the connections the cache was checked against.
+    connections: Mutex<HashSet<u64>>,
+}
+
+impl Known {
+    /// A cache for `bits` filter bits when `keep`, none otherwise (or when the memory cannot
+    /// be had).
+    pub(crate) fn new(bits: u64, keep: bool) -> Self {
+        Self {
+            bits: keep.then(|| KnownBits::new(bits)).flatten(),
+            sent: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            connections: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The cache, if the store keeps one.
+    pub(crate) fn bits(&self) -> Option<&KnownBits> {
+        self.bits.as_ref()
+    }
+
+    /// Forgets every bit.
+    pub(crate) fn clear(&self) {
+        if let Some(bits) = &self.bits {
+            bits.clear();
+        }
+    }
+
+    /// Counts bit operations a batch sent and left out.
+    pub(crate) fn count(&self, sent: u64, skipped: u64) {
+        self.sent.fetch_add(sent, Ordering::Relaxed);
+        self.skipped.fetch_add(skipped, Ordering::Relaxed);
+    }
+
+    /// Whether the connection of `generation` is one the cache was not checked against; it
+    /// is from now on.
+    pub(crate) fn new_connection(&self, generation: u64) -> bool {
+        self.connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(generation)
+    }
+
+    /// Forgets the connection of `generation`, so that it is checked again.
+    pub(crate) fn unchecked(&self, generation: u64) {
+        self.connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&generation);
+    }
+
+    /// Whether every bit of every probe is known set (never, without a cache).
+    pub(crate) fn all_known(&self, layout: Layout, probes: &[Probe]) -> bool {
+        let Some(known) = &self.bits else {
+            return false;
+        };
+        probes.iter().all(|&probe| {
+            let base = probe.segment * layout.segment_bits();
+            layout
+                .offsets(probe)
+                .all(|offset| known.is_set(base + offset))
+        })
+    }
+
+    pub(crate) fn stats(&self) -> KnownBitsStats {
+        KnownBitsStats {
+            bytes: self.bits.as_ref().map_or(0, KnownBits::bytes),
+            sent: self.sent.load(Ordering::Relaxed),
+            skipped: self.skipped.load(Ordering::Relaxed),
+            invalidations: self.bits.as_ref().map_or(0, KnownBits::invalidations),
+        }
+    }
+}
 
 /// One bit per filter bit, indexed by global bit position (`segment * segment_bits + offset`).
 #[derive(Debug)]
@@ -119,8 +203,8 @@ pub struct KnownBitsStats {
     pub sent: u64,
     /// Bit operations left out because the cache knew the bit was set.
     pub skipped: u64,
-    /// Times the cache was emptied because the store opened a new connection while it held
-    /// bits.
+    /// Times the cache was emptied because a connection of the store was opened again (or the
+    /// filter found reset) while it held bits.
     pub invalidations: u64,
 }
 
