@@ -513,3 +513,34 @@ fn a_promoted_replica_that_missed_writes_is_detected() {
         other => panic!("a promoted replica that missed writes went unnoticed: {other:?}"),
     }
 }
+
+/// The master that holds a shared filter's metadata dies, and its only replica takes over:
+/// clients go on with the promoted replica, which holds the metadata (written long before
+/// the kill), rather than taking the filter for reset.
+#[test]
+fn a_failover_of_the_metadatas_master_is_no_reset() {
+    let Some(mut cluster) = RedisCluster::start_or_skip("failover of the metadata", 3, 1) else {
+        return;
+    };
+    let url = cluster.url();
+    let seen: Filter =
+        SharedFilter::open(&url, StoreOptions::new("meta-failover"), 20_000, 1e-6).unwrap();
+    let before = urls(0..2_000);
+    assert!(
+        seen.try_check_and_insert_batch(&before)
+            .unwrap()
+            .iter()
+            .all(|&n| n)
+    );
+    // The metadata's master, once its replica has it.
+    let meta_slot = key_slot(b"meta-failover:meta");
+    let victim = cluster.master_of(meta_slot).unwrap();
+    cluster.await_replication().unwrap();
+    cluster.kill_and_fail_over(victim).unwrap();
+    let after = seen
+        .try_check_and_insert_batch(&urls(2_000..3_000))
+        .unwrap();
+    assert!(after.iter().all(|&n| n));
+    let again = seen.try_check_and_insert_batch(&before).unwrap();
+    assert!(again.iter().all(|&n| !n), "a URL admitted twice");
+}

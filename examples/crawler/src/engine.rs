@@ -344,8 +344,8 @@ async fn drive<B: Backend>(
     // The run queue of an interrupted crawl comes first; the seeds are offered in every run
     // (and by every process of a shared crawl): the done set lets each in once.
     outbox.offer(engine.seeds());
-    let committer = tokio::spawn(commit_all(engine.clone(), inbox));
-    let feeder = tokio::spawn(feed(engine.clone()));
+    let committer = supervised(&engine, "committer", commit_all(engine.clone(), inbox));
+    let feeder = supervised(&engine, "feeder", feed(engine.clone()));
 
     let signals = crate::signals::listen(crate::signals::Handlers {
         // In a shared crawl this process leaves; the others carry on (the stop flag is for
@@ -369,7 +369,7 @@ async fn drive<B: Backend>(
         "installing signal handlers",
         &engine.ctx.config.out,
     ))?;
-    let background = tokio::spawn(housekeeping(engine.clone()));
+    let background = supervised(&engine, "housekeeping", housekeeping(engine.clone()));
     for w in workers {
         let _ = w.await;
     }
@@ -407,6 +407,43 @@ async fn drive<B: Backend>(
         summary: Box::new(summary),
         extra,
     })
+}
+
+/// Runs one of the engine's own tasks; a panic in it (a bug) stops the crawl with an error
+/// naming the task, where it would otherwise end the task alone and leave the crawl without
+/// its feeder, committer or heartbeats.
+fn supervised<B: Backend>(
+    engine: &Arc<Engine<B>>,
+    name: &'static str,
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        let inner = tokio::spawn(task);
+        let abort = inner.abort_handle();
+        // Aborting this task aborts the inner one too.
+        let _guard = AbortOnDrop(abort);
+        if let Err(e) = inner.await
+            && e.is_panic()
+        {
+            let why = match e.try_into_panic() {
+                Ok(p) => crate::worker::panic_message(p.as_ref()),
+                Err(e) => e.to_string(),
+            };
+            engine.fail(CrawlError::Options(format!(
+                "internal error in the crawl's {name}: {why}"
+            )));
+        }
+    })
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Takes jobs from the backend while this process has room and routes them to the workers;

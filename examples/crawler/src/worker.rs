@@ -334,7 +334,7 @@ async fn start_page<B: Backend>(crew: Crew<B>, host: String, job: Job, slot: Hos
 }
 
 /// The message of a panic's payload.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         format!("panicked: {s}")
     } else if let Some(s) = payload.downcast_ref::<String>() {

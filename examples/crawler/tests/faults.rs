@@ -171,6 +171,9 @@ fn a_cluster_failover_is_ridden_out() {
         .query(&mut conn)
         .unwrap();
     let victim = cluster.master_of(slot).unwrap();
+    // Replication is asynchronous: what a master wrote last may die with it. The crawl stands
+    // still here, so its replicas catch up, as they do within milliseconds in a live crawl.
+    cluster.await_replication().unwrap();
     cluster.kill_and_fail_over(victim).unwrap();
     gate.open();
     for c in children {

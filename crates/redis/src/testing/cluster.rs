@@ -99,6 +99,9 @@ impl RedisCluster {
         ]);
         cluster.run_cli(&args)?;
         cluster.settle(masters)?;
+        // A replica still in its first sync holds nothing: a failover then would lose what the
+        // master held, which no test means.
+        cluster.await_replication()?;
         Ok(cluster)
     }
 
@@ -399,6 +402,60 @@ impl RedisCluster {
                 )));
             }
             std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until every replica has applied everything its master wrote (replication is
+    /// asynchronous: a master killed before its replica caught up takes its last writes with
+    /// it).
+    ///
+    /// # Errors
+    ///
+    /// Replicas still behind after a minute.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let mut cluster = url_dedup_redis::testing::RedisCluster::start(3, 1)?;
+    /// cluster.await_replication()?;
+    /// let victim = cluster.masters()[0].port;
+    /// cluster.kill_and_fail_over(victim)?; // loses nothing written before
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn await_replication(&self) -> io::Result<()> {
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        // Per master: its replicas online, and whether each has applied the master's offset.
+        let replicas_of = |port: u16| -> Option<(usize, bool)> {
+            let info = query::<String>(port, &["INFO", "replication"]).ok()?;
+            let offset = info
+                .lines()
+                .find_map(|l| l.strip_prefix("master_repl_offset:"))?
+                .trim()
+                .to_owned();
+            // `slaveN:ip=...,port=...,state=online,offset=N,lag=0`
+            let online: Vec<&str> = info
+                .lines()
+                .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+                .collect();
+            let caught_up = online
+                .iter()
+                .all(|l| l.split(',').any(|f| f == format!("offset={offset}")));
+            Some((online.len(), caught_up))
+        };
+        loop {
+            let replicas = self.nodes().iter().filter(|n| !n.master).count();
+            let masters: Vec<Option<(usize, bool)>> =
+                self.masters().iter().map(|m| replicas_of(m.port)).collect();
+            let online: usize = masters.iter().flatten().map(|(n, _)| n).sum();
+            if online == replicas && masters.iter().all(|m| m.is_some_and(|(_, c)| c)) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(io::Error::other(format!(
+                    "replicas did not catch up: {online} of {replicas} online"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 

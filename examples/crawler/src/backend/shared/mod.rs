@@ -723,6 +723,11 @@ impl SharedBackend {
         }
         let mut baseline = self.baseline.lock().unwrap_or_else(|p| p.into_inner());
         let (commands0, pages0) = *baseline.get_or_insert((now, pages));
+        if now < commands0 || pages < pages0 {
+            // A master failed over or restarted: its counts began again. Count from here.
+            *baseline = Some((now, pages));
+            return None;
+        }
         (pages > pages0).then(|| (now - commands0) as f64 / (pages - pages0) as f64)
     }
 
