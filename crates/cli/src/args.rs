@@ -138,6 +138,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     pub(crate) key_file: Option<PathBuf>,
 
+    /// Wait until N replicas have the filter's writes before a batch counts as decided
+    /// (Redis `WAIT`), so that a failover to a replica loses no URL printed; without it a URL
+    /// written just before a master dies may be printed again after the failover.
+    #[arg(long, value_name = "N", requires = "redis", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) redis_acknowledge: Option<u32>,
+
     /// How long to keep retrying a Redis that stops answering before the run stops with an
     /// error (the first connection gives up after at most 3 seconds).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, requires = "redis", value_parser = seconds)]

@@ -105,9 +105,15 @@ pub(crate) fn builder(args: &Args, lines: Option<u64>) -> url_dedup::Builder {
         b.canonicalization(policy(args))
     };
     if let Some(url) = &args.redis {
-        b = b.redis(url, &args.redis_prefix).redis_backoff(
-            url_dedup::redis::Backoff::giving_up_after(Duration::from_secs_f64(args.redis_timeout)),
-        );
+        let timeout = Duration::from_secs_f64(args.redis_timeout);
+        b = b
+            .redis(url, &args.redis_prefix)
+            .redis_backoff(url_dedup::redis::Backoff::giving_up_after(timeout));
+        if let Some(replicas) = args.redis_acknowledge {
+            // A replica that does not answer within the retry budget makes the batch fail,
+            // as an unreachable Redis does.
+            b = b.redis_acknowledge(url_dedup::redis::Acknowledge { replicas, timeout });
+        }
     }
     if let Some(preset) = preset(args) {
         b = b.similarity(preset);

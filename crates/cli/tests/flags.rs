@@ -261,3 +261,44 @@ fn w3lib_takes_ipv6_zones() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(stdout(&out), ["http://[fe80::1%25eth0]/p"]);
 }
+
+/// `--redis-acknowledge N` makes each batch wait for N replicas (Redis `WAIT`): on a cluster
+/// whose masters have a replica the run goes through; on a server without one it stops with
+/// an error saying that no replica acknowledged, instead of printing URLs a failover could
+/// lose.
+#[test]
+fn redis_acknowledge_waits_for_replicas() {
+    let Some(cluster) =
+        url_dedup_redis::testing::RedisCluster::start_or_skip("cli --redis-acknowledge", 3, 1)
+    else {
+        return;
+    };
+    let input = "https://a.example/1\nhttps://a.example/2\nhttps://a.example/1\n";
+    let out = url_dedup()
+        .args(["--redis", &cluster.url(), "--redis-acknowledge", "1"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "https://a.example/1\nhttps://a.example/2\n"
+    );
+
+    let Some(alone) = url_dedup_redis::testing::RedisServer::start_or_skip("no replica") else {
+        return;
+    };
+    let out = url_dedup()
+        .args(["--redis", &alone.url(), "--redis-acknowledge", "1"])
+        .args(["--redis-timeout", "1"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("0 of 1 replicas"), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing printed that a failover could lose"
+    );
+}

@@ -552,6 +552,7 @@ mod tests {
             log_cap: 100,
             every: None,
             backoff: url_dedup_redis::Backoff::default(),
+            acknowledge: None,
             stripes: 2,
             continue_after_reset: false,
         };

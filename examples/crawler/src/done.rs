@@ -80,6 +80,8 @@ pub(crate) struct SharedFilter {
     /// Every process of the crawl brings the same key.
     pub(crate) key: HashKey,
     pub(crate) backoff: url_dedup_redis::Backoff,
+    /// Replicas that must have each batch (Redis `WAIT`).
+    pub(crate) acknowledge: Option<u32>,
 }
 
 fn builder(size: FilterSize) -> url_dedup::Builder {
@@ -120,13 +122,17 @@ impl DoneSet {
 
     /// The done set shared in Redis. Blocking: call it off the async runtime.
     pub(crate) fn shared(size: FilterSize, at: &SharedFilter) -> Result<Self, CrawlError> {
-        Ok(Self {
-            dedup: builder(size)
-                .redis(&at.redis, &at.prefix)
-                .redis_backoff(at.backoff)
-                .hash_key(at.key)
-                .build()?,
-        })
+        let mut b = builder(size)
+            .redis(&at.redis, &at.prefix)
+            .redis_backoff(at.backoff)
+            .hash_key(at.key);
+        if let Some(replicas) = at.acknowledge {
+            b = b.redis_acknowledge(url_dedup_redis::Acknowledge {
+                replicas,
+                timeout: at.backoff.give_up_after,
+            });
+        }
+        Ok(Self { dedup: b.build()? })
     }
 
     /// Admits `url` (canonical) if it is new.

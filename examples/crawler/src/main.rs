@@ -158,6 +158,7 @@ fn main() -> ExitCode {
                     log_cap: options.log_cap,
                     every: options.every,
                     backoff: options.redis_backoff(),
+                    acknowledge: options.redis_acknowledge,
                     stripes: options.queue_stripes,
                     continue_after_reset: options.after_redis_reset
                         == options::AfterReset::Continue,

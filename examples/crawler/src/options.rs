@@ -262,6 +262,12 @@ pub(crate) struct Options {
     #[arg(long, default_value_t = 3_000, value_name = "MS", requires = "redis")]
     pub(crate) redis_first_contact_ms: u64,
 
+    /// Wait until N Redis replicas have each batch of the shared done set's writes (Redis
+    /// `WAIT`), so a failover to a replica loses no admission: without it, a URL admitted just
+    /// before a master dies may be admitted, and fetched, again.
+    #[arg(long, value_name = "N", requires = "redis", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) redis_acknowledge: Option<u32>,
+
     /// A shared crawl's Redis unreachable during the crawl: retry for this long, then stop.
     #[arg(long, default_value_t = 30_000, value_name = "MS", requires = "redis")]
     pub(crate) redis_give_up_ms: u64,

@@ -144,18 +144,29 @@ fn a_redis_killed_and_restarted_with_its_aof_is_ridden_out() {
     assert_every_page_once_but_in_flight(&forest);
 }
 
-/// A master of a cluster with replicas killed mid-crawl: its replica takes over, and both
-/// processes carry on. The master killed serves the crawl's own keys (membership, leader
+/// A master of a cluster with replicas killed mid-crawl: a replica takes over, and both
+/// processes carry on, their done set waiting for a replica of each batch
+/// (`--redis-acknowledge 1`). The master killed serves the crawl's own keys (membership, leader
 /// lease, stop flag), the ones a failover once stopped processes on.
 #[test]
 fn a_cluster_failover_is_ridden_out() {
-    let Some(mut cluster) = RedisCluster::start_or_skip("a_cluster_failover", 3, 1) else {
+    // Two replicas per master: after the failover, the promoted one still has a replica to
+    // acknowledge the done set's writes.
+    let Some(mut cluster) = RedisCluster::start_or_skip("a_cluster_failover", 3, 2) else {
         return;
     };
     let gate = Gate::default();
     let forest = held_forest(&gate);
     let url = cluster.url();
-    let extra = ["--queue-stripes", "4", "--redis-give-up-ms", "120000"];
+    // The done set waits for a replica of each batch (`--redis-acknowledge`).
+    let extra = [
+        "--queue-stripes",
+        "4",
+        "--redis-give-up-ms",
+        "120000",
+        "--redis-acknowledge",
+        "1",
+    ];
     let children = start_crawl(&forest, &url, "failover", &extra);
     let key = url_dedup_redis::Namespace::new("failover")
         .unwrap()

@@ -68,6 +68,8 @@ pub(crate) struct SharedSettings {
     pub(crate) every: Option<Duration>,
     /// Retries of every Redis call.
     pub(crate) backoff: url_dedup_redis::Backoff,
+    /// Replicas that must have each done-set batch (`--redis-acknowledge`).
+    pub(crate) acknowledge: Option<u32>,
     /// Frontiers the run queue is split into.
     pub(crate) stripes: usize,
     /// After Redis lost the crawl's data: start again from the seeds instead of stopping.
@@ -185,6 +187,7 @@ impl SharedBackend {
                 prefix: format!("{}:seen", settings.name),
                 key,
                 backoff: settings.backoff,
+                acknowledge: settings.acknowledge,
             },
             size: config.filter,
         };
