@@ -37,11 +37,6 @@ CONNECTIONS = [pytest.param(c, id=name) for name, c in CONNECTIONS.items()] + [
     pytest.param(
         lambda s: {"REDIS_PARAMS": {"unix_socket_path": s.socket, "password": PASSWORD, "db": 4}},
         id="unix-socket",
-        # The URL is right (redis-py and the Rust client's parser read it alike), but the
-        # shared filter's client in crates/redis cannot yet reach a node by a socket's path.
-        marks=pytest.mark.xfail(
-            strict=True, reason="crates/redis: the segment store cannot address a Unix socket"
-        ),
     ),
 ]
 
