@@ -88,14 +88,25 @@ fn candidates_unsorted(a: &str, b: &str, out: &mut Vec<Candidate>) {
         // The queries differ: each parameter whose values differ may not matter.
         let (xa, xb) = (sorted_params(qa), sorted_params(qb));
         let mut names: Vec<&str> = Vec::new();
-        for p in xa
-            .iter()
-            .filter(|p| !xb.contains(p))
-            .chain(xb.iter().filter(|p| !xa.contains(p)))
-        {
-            let n = param_name(p);
-            if !n.is_empty() && !names.contains(&n) && !n.contains(['*', ' ', '"', '/', '#', '?']) {
-                names.push(n);
+        // Parameters one URL has and the other lacks entirely: maybe only that value does
+        // not matter (`page=1`).
+        let mut values: Vec<&str> = Vec::new();
+        for (mine, theirs) in [(&xa, &xb), (&xb, &xa)] {
+            for p in mine.iter().filter(|p| !theirs.contains(p)) {
+                let n = param_name(p);
+                if n.is_empty() || n.contains(['*', ' ', '"', '/', '#', '?']) {
+                    continue;
+                }
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+                if !theirs.iter().any(|t| param_name(t) == n)
+                    && p.len() > n.len()
+                    && !p[n.len() + 1..].contains(['=', ' ', '"', '#'])
+                    && !values.contains(p)
+                {
+                    values.push(p);
+                }
             }
         }
         for n in names {
@@ -103,9 +114,23 @@ fn candidates_unsorted(a: &str, b: &str, out: &mut Vec<Candidate>) {
                 out.push((
                     RuleKind::IgnoreParam {
                         name: n.to_owned(),
+                        value: None,
                         path,
                     },
                     rank,
+                ));
+            }
+        }
+        for p in values {
+            let (n, v) = p.split_at(param_name(p).len());
+            for (path, rank) in scopes(pa) {
+                out.push((
+                    RuleKind::IgnoreParam {
+                        name: n.to_owned(),
+                        value: Some(v[1..].to_owned()),
+                        path,
+                    },
+                    rank + 1,
                 ));
             }
         }
@@ -244,7 +269,10 @@ mod tests {
             [
                 "0 ignore-param \"sort\" in \"/**\"",
                 "1 ignore-param \"sort\" in \"/list/*\"",
-                "2 ignore-param \"sort\" in \"/list/7\""
+                "1 ignore-param \"sort=name\" in \"/**\"",
+                "2 ignore-param \"sort\" in \"/list/7\"",
+                "2 ignore-param \"sort=name\" in \"/list/*\"",
+                "3 ignore-param \"sort=name\" in \"/list/7\""
             ]
         );
         assert_eq!(

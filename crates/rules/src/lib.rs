@@ -19,6 +19,7 @@
 //! | rule | what it does |
 //! |---|---|
 //! | `ignore-param "NAME" in "PATH"` | drops query parameter `NAME` from URLs whose path matches `PATH` |
+//! | `ignore-param "NAME=VALUE" in "PATH"` | drops it only with that value (`page=1`) |
 //! | `replace "FROM" "TO"` | replaces `FROM` (a `*` stands for the rest of a token) by `TO` in the path and query |
 //! | `default-document "NAME" in "PATH"` | drops a last path segment `NAME` in the directories `PATH` matches |
 //! | `trailing-slash remove\|add in "PATH"` | drops or adds the `/` that ends the paths `PATH` matches |

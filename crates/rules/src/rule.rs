@@ -20,11 +20,14 @@ use crate::{PathPattern, SubstitutionPattern};
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RuleKind {
-    /// Drop every query parameter `name` from URLs whose path matches `path`: it does not
-    /// change the page (a sort order, a view, a session token, a referrer).
+    /// Drop every query parameter `name` (with the value `value`, when given) from URLs
+    /// whose path matches `path`: it does not change the page (a sort order, a view, a
+    /// session token, a referrer, `page=1`).
     IgnoreParam {
         /// The parameter's name, as it is spelled in the URL.
         name: String,
+        /// The one value that does not matter (`page=1`), or `None` for every value.
+        value: Option<String>,
         /// Where the parameter does not matter.
         path: PathPattern,
     },
@@ -73,16 +76,19 @@ impl RuleKind {
     /// ```
     pub fn rewrite(&self, rest: &str) -> Option<String> {
         match self {
-            RuleKind::IgnoreParam { name, path } => {
+            RuleKind::IgnoreParam { name, value, path } => {
                 let (p, query, fragment) = path_query_fragment(rest);
                 let query = query?;
                 if !path.matches(p) {
                     return None;
                 }
-                let kept: Vec<&str> = query
-                    .split('&')
-                    .filter(|param| param_name(param) != name)
-                    .collect();
+                let dropped = |param: &str| {
+                    param_name(param) == name
+                        && value
+                            .as_deref()
+                            .is_none_or(|v| param.get(name.len() + 1..) == Some(v))
+                };
+                let kept: Vec<&str> = query.split('&').filter(|param| !dropped(param)).collect();
                 if kept.len() == query.split('&').count() {
                     return None;
                 }

@@ -181,10 +181,26 @@ impl FromStr for RuleKind {
         let toks = tokens(line)?;
         let mut it = toks.iter();
         let kind = match word(it.next(), "a rule")? {
-            "ignore-param" => RuleKind::IgnoreParam {
-                name: name(string(it.next(), "a parameter name")?, "a parameter name")?,
-                path: path_in(&mut it)?,
-            },
+            "ignore-param" => {
+                let param = string(it.next(), "a parameter name")?;
+                let (n, value) = match param.split_once('=') {
+                    Some((n, v)) => {
+                        if v.bytes().any(|b| b"&#= ".contains(&b)) {
+                            return Err(err(format!(
+                                "a parameter value holds no `&`, `#`, `=` or space: {}",
+                                quote(param)
+                            )));
+                        }
+                        (n, Some(v.to_owned()))
+                    }
+                    None => (param, None),
+                };
+                RuleKind::IgnoreParam {
+                    name: name(n, "a parameter name")?,
+                    value,
+                    path: path_in(&mut it)?,
+                }
+            }
             "replace" => {
                 let from = string(it.next(), "what is replaced")?
                     .parse()
@@ -229,11 +245,15 @@ impl FromStr for RuleKind {
 impl fmt::Display for RuleKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RuleKind::IgnoreParam { name, path } => {
+            RuleKind::IgnoreParam { name, value, path } => {
+                let param = match value {
+                    Some(v) => format!("{name}={v}"),
+                    None => name.clone(),
+                };
                 write!(
                     f,
                     "ignore-param {} in {}",
-                    quote(name),
+                    quote(&param),
                     quote(&path.to_string())
                 )
             }

@@ -19,6 +19,7 @@ fn site() -> impl Strategy<Value = Vec<(String, u128)>> {
         "/index.html",
         "/",
         "?page=2",
+        "?page=1",
         "?lang=fr",
         "?view=all",
         "/amp",
@@ -116,9 +117,12 @@ fn kind() -> impl Strategy<Value = RuleKind> {
     ]);
     let to = prop::sample::select(vec!["", "/", "index.php/", "/wiki/", "\"q\""]);
     prop_oneof![
-        (name(), path_pattern()).prop_map(|(n, p)| RuleKind::IgnoreParam {
-            name: n,
-            path: p.parse().unwrap()
+        (name(), prop::option::of("[a-z0-9]{0,3}"), path_pattern()).prop_map(|(n, value, p)| {
+            RuleKind::IgnoreParam {
+                name: n,
+                value,
+                path: p.parse().unwrap(),
+            }
         }),
         (subst, to).prop_map(|(f, t)| RuleKind::Replace {
             from: f.parse().unwrap(),
