@@ -30,6 +30,21 @@ fn is_variable_token(t: &str) -> bool {
     (t.len() >= 6 && t.bytes().any(|b| b.is_ascii_digit())) || t.len() >= 16
 }
 
+/// How much of a variable token is a fixed name before its value: up to a `-`, `_`, `~` or
+/// `:` near its start, then letters that are not hex digits (`sid-`, `session_`, `~v`).
+fn fixed_prefix(token: &str) -> usize {
+    let mut keep = token
+        .char_indices()
+        .take(12)
+        .find(|(_, c)| matches!(c, '-' | '_' | '~' | ':'))
+        .map_or(0, |(k, _)| k + 1);
+    keep += token[keep..]
+        .bytes()
+        .take_while(|b| b.is_ascii_alphabetic() && !b.is_ascii_hexdigit())
+        .count();
+    if keep >= token.len() { 0 } else { keep }
+}
+
 /// `from` with its variable tokens made `*` (a token `sid-9f8e7d6c` keeps its `sid-`);
 /// `None` when nothing is variable or the result is not a valid pattern.
 fn generalized(from: &str, to: &str) -> Option<SubstitutionPattern> {
@@ -49,11 +64,7 @@ fn generalized(from: &str, to: &str) -> Option<SubstitutionPattern> {
             .map_or(bytes.len(), |e| i + e);
         let token = &from[i..end];
         if is_variable_token(token) && !to.contains(token) {
-            // Keep a leading word and its `-`, `_`, `~` or `:` (`sid-`, `session_`).
-            let keep = token
-                .find(['-', '_', '~', ':'])
-                .filter(|&k| k >= 2 && token[..k].bytes().all(|b| b.is_ascii_alphabetic()))
-                .map_or(0, |k| k + 1);
+            let keep = fixed_prefix(token);
             out.push_str(&token[..keep]);
             out.push('*');
             changed = true;

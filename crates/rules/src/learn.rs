@@ -12,10 +12,13 @@
 //!    general first. A candidate is applied, after the rules accepted so far, to every URL of
 //!    the host; it is **rejected** if it puts two URLs of different pages on one URL (two
 //!    pages whose SimHashes are within [`LearnOptions::max_distance`] bits do not count as
-//!    different: a page with a counter in its text), or if it newly folds the URLs of fewer
-//!    than `min_pages` pages. Otherwise it is accepted, with its support: the pages it folded,
+//!    different: a page with a counter in its text), or if it puts the URLs of fewer than
+//!    `min_pages` pages with another URL of their page. Otherwise it is accepted, with its support: the pages it folded,
 //!    the fetches it saves, and the share of its rewrites that landed on a URL of the same
 //!    page.
+//! 4. **Rounds.** The URLs of a page that the accepted rules left apart propose candidates
+//!    again from their rewritten forms, and step 3 runs on the new ones, until a round
+//!    accepts nothing (four rounds at most).
 //!
 //! The rules of a host are therefore checked together: applied in order to the URLs they were
 //! learned from, they never put two different pages on one URL.
@@ -134,6 +137,9 @@ struct HostData {
 }
 
 const UNSTABLE: u32 = u32::MAX;
+
+/// The most rounds of candidates a host's learning runs.
+const MAX_ROUNDS: usize = 4;
 
 /// Learns rules from `(URL, content)` pairs: feed it every page a crawl fetched, then
 /// [`learn`](Self::learn).
@@ -368,8 +374,6 @@ struct HostLearner<'a> {
     key: Vec<String>,
     /// Taken URLs (positions in `taken`) by current form.
     groups: HashMap<String, Vec<u32>>,
-    /// Pages some of whose URLs share a form.
-    folded: HashSet<u32>,
 }
 
 impl<'a> HostLearner<'a> {
@@ -393,7 +397,6 @@ impl<'a> HostLearner<'a> {
             taken,
             key,
             groups,
-            folded: HashSet::new(),
         }
     }
 
@@ -420,8 +423,9 @@ impl<'a> HostLearner<'a> {
         }
     }
 
-    /// The candidates, best first.
-    fn candidates(&self) -> Vec<RuleKind> {
+    /// The candidates proposed by the current forms of each page's URLs, best first, but for
+    /// those in `tried`.
+    fn candidates(&self, tried: &HashSet<RuleKind>) -> Vec<RuleKind> {
         let mut by_page: HashMap<u32, Vec<u32>> = HashMap::new();
         for i in 0..self.taken.len() as u32 {
             by_page.entry(self.page(i)).or_default().push(i);
@@ -465,7 +469,7 @@ impl<'a> HostLearner<'a> {
         }
         let mut list: Vec<(RuleKind, u64, u8)> = found
             .into_iter()
-            .filter(|(_, (n, _))| *n >= self.o.min_pages)
+            .filter(|(k, (n, _))| *n >= self.o.min_pages && !tried.contains(k))
             .map(|(k, (n, r))| (k, n, r))
             .collect();
         list.sort_by(|a, b| {
@@ -477,13 +481,25 @@ impl<'a> HostLearner<'a> {
         list.into_iter().map(|(k, _, _)| k).collect()
     }
 
+    /// Rounds of candidates and acceptance: after each round, the URLs of a page that the
+    /// rules did not bring together propose candidates again from their new forms (a
+    /// default document is proposed again once a trailing slash is gone), until a round
+    /// accepts nothing.
     fn run(mut self) -> Vec<Rule> {
         let mut rules = Vec::new();
-        for kind in self.candidates() {
-            self.report.candidates += 1;
-            if let Some(rule) = self.try_rule(kind) {
-                self.report.rules += 1;
-                rules.push(rule);
+        let mut tried: HashSet<RuleKind> = HashSet::new();
+        for _round in 0..MAX_ROUNDS {
+            let before = rules.len();
+            for kind in self.candidates(&tried) {
+                tried.insert(kind.clone());
+                self.report.candidates += 1;
+                if let Some(rule) = self.try_rule(kind) {
+                    self.report.rules += 1;
+                    rules.push(rule);
+                }
+            }
+            if rules.len() == before {
+                break;
             }
         }
         rules
@@ -504,7 +520,8 @@ impl<'a> HostLearner<'a> {
         for (i, k) in &moved {
             arriving.entry(k.as_str()).or_default().push(*i);
         }
-        let mut newly_folded: HashSet<u32> = HashSet::new();
+        // Pages some of whose URLs the rule puts with another URL of the same page.
+        let mut helped: HashSet<u32> = HashSet::new();
         let (mut saved_after, mut confirmed) = (0u64, 0u64);
         for (k, movers) in &arriving {
             let staying = self
@@ -518,9 +535,8 @@ impl<'a> HostLearner<'a> {
                 })
                 .unwrap_or_default();
             let group: Vec<u32> = staying.iter().chain(movers.iter()).copied().collect();
-            let mut pages: Vec<(u32, u32)> = group.iter().map(|&i| (self.page(i), i)).collect();
-            pages.sort_unstable();
-            let mut distinct: Vec<(u32, u32)> = pages.clone();
+            let mut distinct: Vec<(u32, u32)> = group.iter().map(|&i| (self.page(i), i)).collect();
+            distinct.sort_unstable();
             distinct.dedup_by_key(|p| p.0);
             for (x, &(a, ia)) in distinct.iter().enumerate() {
                 for &(b, ib) in &distinct[x + 1..] {
@@ -536,19 +552,15 @@ impl<'a> HostLearner<'a> {
                 }
             }
             saved_after += (group.len() - distinct.len()) as u64;
-            for w in pages.windows(2) {
-                if w[0].0 == w[1].0 && !self.folded.contains(&w[0].0) {
-                    newly_folded.insert(w[0].0);
-                }
-            }
             for &m in movers {
                 let p = self.page(m);
                 if group.iter().filter(|&&g| self.page(g) == p).count() > 1 {
                     confirmed += 1;
+                    helped.insert(p);
                 }
             }
         }
-        if (newly_folded.len() as u64) < self.o.min_pages {
+        if (helped.len() as u64) < self.o.min_pages {
             return None;
         }
         // The fetches saved before, in the groups the movers leave and join.
@@ -599,7 +611,7 @@ impl<'a> HostLearner<'a> {
             }
         }
         let support = Support {
-            pages: newly_folded.len() as u64,
+            pages: helped.len() as u64,
             saved: (saved_after + saved_left).saturating_sub(saved_before),
             confidence: (100 * confirmed / moved.len() as u64) as u8,
         };
@@ -614,7 +626,6 @@ impl<'a> HostLearner<'a> {
             }
             self.groups.entry(k).or_default().push(i);
         }
-        self.folded.extend(newly_folded);
         Some(Rule {
             kind,
             support,

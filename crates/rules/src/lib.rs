@@ -58,7 +58,6 @@ mod pattern;
 mod rule;
 mod set;
 mod text;
-
 pub use apply::Rules;
 pub use learn::{LearnOptions, Learned, Learner, NotAbsolute, Rejected, Report};
 pub use pattern::{PathPattern, PatternError, SubstitutionPattern};
@@ -66,14 +65,5 @@ pub use rule::{Rule, RuleKind, Status, Support};
 pub use set::{CHECKS_TO_CONFIRM, Check, RuleId, RuleSet};
 pub use text::{FORMAT_VERSION, ParseError};
 
-#[doc(hidden)]
-pub mod testing {
-    //! The plain, unindexed application of rules, for tests that check [`crate::Rules`].
-    use crate::RuleKind;
-
-    /// `kinds` applied in order to a URL's path, query and fragment, one rule after the
-    /// other, with no index.
-    pub fn apply_plain(kinds: &[&RuleKind], rest: &str) -> Option<String> {
-        crate::apply::apply_plain(kinds, rest)
-    }
-}
+#[cfg(feature = "testing")]
+pub mod testing;
