@@ -14,7 +14,7 @@ fn learn_half(
     url_dedup_rules::testing::Evaluation,
 ) {
     let site = Site::generate(seed, 150);
-    let train = |u: &SiteUrl| u.page % 2 == 0;
+    let train = |u: &SiteUrl| u.page.is_multiple_of(2);
     let mut learner = Learner::new(LearnOptions::default());
     for u in site.urls().iter().filter(|u| train(u)) {
         learner.add(&u.url, u128::from(u.page), None).unwrap();
