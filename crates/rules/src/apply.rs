@@ -261,7 +261,8 @@ impl Host {
 }
 
 /// The rules of `kinds` applied in order, one after the other, to `rest` with no index: what
-/// [`Rules`] computes, the plain way (the learner's and the tests' reference).
+/// [`Rules`] computes, the plain way (the tests' reference).
+#[cfg(feature = "testing")]
 pub(crate) fn apply_plain(kinds: &[&RuleKind], rest: &str) -> Option<String> {
     let mut out: Option<String> = None;
     let mut next = 0;
