@@ -21,8 +21,9 @@ struct Host {
     /// The anchors of `replace` and `default-document` rules, and the rules of each anchor.
     anchors: Option<AhoCorasick>,
     by_anchor: Vec<Vec<u32>>,
-    /// Rules that may apply to any URL (`trailing-slash`).
-    always: Vec<u32>,
+    /// `trailing-slash` rules that remove a slash, and those that add one.
+    slash_remove: Vec<u32>,
+    slash_add: Vec<u32>,
 }
 
 /// Rules ready to apply to URLs. Cheap to share between threads (`Send + Sync`).
@@ -87,7 +88,8 @@ impl Rules {
                 by_param: HashMap::new(),
                 anchors: None,
                 by_anchor: Vec::new(),
-                always: Vec::new(),
+                slash_remove: Vec::new(),
+                slash_add: Vec::new(),
             };
             let mut anchor_text: Vec<String> = Vec::new();
             for (r, rule) in hr.rules.iter().enumerate() {
@@ -105,7 +107,8 @@ impl Rules {
                     RuleKind::DefaultDocument { name, .. } => {
                         add_anchor(&mut anchor_text, &mut host.by_anchor, name, i);
                     }
-                    RuleKind::TrailingSlash { .. } => host.always.push(i),
+                    RuleKind::TrailingSlash { add: false, .. } => host.slash_remove.push(i),
+                    RuleKind::TrailingSlash { add: true, .. } => host.slash_add.push(i),
                 }
                 host.kinds.push(rule.kind.clone());
                 host.ids.push(RuleId {
@@ -119,7 +122,10 @@ impl Rules {
             if !anchor_text.is_empty() {
                 // Built from literals only, so it cannot fail; without it every anchored rule
                 // is tried, which is slower but the same.
-                host.anchors = AhoCorasick::new(&anchor_text).ok();
+                host.anchors = AhoCorasick::builder()
+                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                    .build(&anchor_text)
+                    .ok();
             }
             len += host.kinds.len();
             hosts.insert(hr.host.clone(), host);
@@ -228,7 +234,7 @@ fn add_anchor(text: &mut Vec<String>, rules: &mut Vec<Vec<u32>>, anchor: &str, r
 impl Host {
     /// The rules from `from` on that may apply to `rest`, in order.
     fn candidates(&self, rest: &str, from: u32, out: &mut Vec<u32>) {
-        let (_, query, _) = path_query_fragment(rest);
+        let (path, query, _) = path_query_fragment(rest);
         if let Some(q) = query
             && !self.by_param.is_empty()
         {
@@ -254,7 +260,14 @@ impl Host {
                 }
             }
         }
-        out.extend(self.always.iter().filter(|&&i| i >= from));
+        // A slash can only be removed from a path that ends with one, and added to one that
+        // does not.
+        let slash = if path.ends_with('/') {
+            &self.slash_remove
+        } else {
+            &self.slash_add
+        };
+        out.extend(slash.iter().filter(|&&i| i >= from));
         out.sort_unstable();
         out.dedup();
     }

@@ -60,6 +60,10 @@ struct Conventions {
     page_param: &'static str,
     ref_param: &'static str,
     wiki: bool,
+    /// How many of an article's aliases a crawl meets, in percent.
+    alias_rate: usize,
+    /// Which kinds of alias the site has (bit i: kind i of [`Site::article`]).
+    aliases: u32,
 }
 
 /// What a URL shows of a page.
@@ -130,6 +134,9 @@ impl Site {
             page_param: rng.pick(&["page", "p", "pg"]),
             ref_param: rng.pick(&["ref", "from", "src", "via"]),
             wiki: rng.below(2) == 0,
+            alias_rate: 50 + rng.below(51),
+            // Every site has most kinds of alias, each a random few of them.
+            aliases: (0..7).fold(0, |acc, i| acc | (u32::from(rng.below(5) != 0) << i)),
         };
         let host = format!("{}{}.example", rng.pick(WORDS), seed % 1000);
         let mut site = Site {
@@ -139,7 +146,16 @@ impl Site {
             served: HashMap::new(),
             pages: HashMap::new(),
         };
-        let sections: Vec<&str> = (0..4).map(|_| rng.pick(WORDS)).collect();
+        let sections: Vec<&str> = {
+            let mut names: Vec<&str> = Vec::new();
+            while names.len() < 3 + rng.below(4) {
+                let w = rng.pick(WORDS);
+                if !names.contains(&w) {
+                    names.push(w);
+                }
+            }
+            names
+        };
         let mut next_id = 1u64;
         let mut section_items: Vec<Vec<String>> = vec![Vec::new(); sections.len()];
         for a in 0..articles {
@@ -251,28 +267,11 @@ impl Site {
         self.urls.push(SiteUrl { url, page, first });
     }
 
-    /// An article's URLs: its own, and its aliases.
+    /// An article's URLs: its own, and the aliases of the kinds the site has, each met by a
+    /// crawl at the site's rate.
     fn article(&mut self, rng: &mut Rng, id: u64, path: &str, slug: &str) {
         let c = self.conv.clone();
         self.add(path, id, View::Normal, true);
-        if c.wiki {
-            self.add(&format!("/index.php?title={slug}"), id, View::Normal, false);
-        }
-        self.add(&format!("{path}/"), id, View::Normal, false);
-        for _ in 0..2 {
-            self.add(
-                &format!("{path}?{}={}", c.session_param, rng.token()),
-                id,
-                View::Normal,
-                false,
-            );
-        }
-        self.add(
-            &format!("/{}{}{path}", c.session_path, rng.token()),
-            id,
-            View::Normal,
-            false,
-        );
         let print = if c.print.starts_with('?') {
             format!("{path}{}", c.print)
         } else if c.print == "/print" {
@@ -280,19 +279,43 @@ impl Site {
         } else {
             format!("{path}{}", c.print)
         };
-        self.add(&print, id, View::Print, false);
-        self.add(
-            &format!("{path}?{}=home", c.ref_param),
-            id,
-            View::Normal,
-            false,
-        );
-        self.add(
-            &format!("{path}?replytocom={}", 100 + rng.below(900)),
-            id,
-            View::Normal,
-            false,
-        );
+        let aliases: [(Vec<String>, View); 7] = [
+            (
+                if c.wiki {
+                    vec![format!("/index.php?title={slug}")]
+                } else {
+                    vec![]
+                },
+                View::Normal,
+            ),
+            (vec![format!("{path}/")], View::Normal),
+            (
+                (0..1 + rng.below(3))
+                    .map(|_| format!("{path}?{}={}", c.session_param, rng.token()))
+                    .collect(),
+                View::Normal,
+            ),
+            (
+                vec![format!("/{}{}{path}", c.session_path, rng.token())],
+                View::Normal,
+            ),
+            (vec![print], View::Print),
+            (vec![format!("{path}?{}=home", c.ref_param)], View::Normal),
+            (
+                vec![format!("{path}?replytocom={}", 100 + rng.below(900))],
+                View::Normal,
+            ),
+        ];
+        for (kind, (urls, view)) in aliases.into_iter().enumerate() {
+            if c.aliases & (1 << kind) == 0 {
+                continue;
+            }
+            for u in urls {
+                if rng.below(100) < c.alias_rate {
+                    self.add(&u, id, view, false);
+                }
+            }
+        }
     }
 
     /// The site's host.
