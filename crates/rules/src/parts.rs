@@ -32,8 +32,9 @@ pub(crate) fn split(url: &str) -> Option<Parts<'_>> {
         return None;
     }
     let after = scheme_end + 3;
-    let end = url[after..]
-        .find(['/', '?', '#'])
+    let end = url.as_bytes()[after..]
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
         .map_or(url.len(), |i| after + i);
     let authority = &url[after..end];
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);

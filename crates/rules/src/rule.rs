@@ -88,15 +88,15 @@ impl RuleKind {
                             .as_deref()
                             .is_none_or(|v| param.get(name.len() + 1..) == Some(v))
                 };
-                let kept: Vec<&str> = query.split('&').filter(|param| !dropped(param)).collect();
-                if kept.len() == query.split('&').count() {
+                if !query.split('&').any(dropped) {
                     return None;
                 }
+                // One pass, one allocation: the path, then the parameters kept.
                 let mut out = String::with_capacity(rest.len());
                 out.push_str(p);
-                if !kept.is_empty() {
-                    out.push('?');
-                    out.push_str(&kept.join("&"));
+                for param in query.split('&').filter(|param| !dropped(param)) {
+                    out.push(if out.len() == p.len() { '?' } else { '&' });
+                    out.push_str(param);
                 }
                 out.push_str(fragment);
                 Some(out)
