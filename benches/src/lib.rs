@@ -4,6 +4,7 @@
 //! like.
 #![forbid(unsafe_code)]
 
+pub mod near_pages;
 pub mod peers;
 
 /// `count` distinct URL-like keys of 48 to 90 bytes, deterministic for a given `seed`.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
 /// Deduplicate URL lists: print each URL the first time its page is seen, in input order.
 ///
@@ -18,6 +18,7 @@ use clap::{Parser, ValueEnum};
 #[command(
     name = "url-dedup",
     version,
+    args_conflicts_with_subcommands = true,
     after_help = "\
 Examples:
   url-dedup urls.txt > unique.txt                 dedup a file
@@ -29,6 +30,8 @@ Examples:
   url-dedup --surt cdx-urls.txt                   SURT keys, as the surt package gives them
   url-dedup --redis redis://10.0.0.5:6379/ part-1.txt
                                                   share the seen set with other machines
+  url-dedup learn crawl.warc.gz -o site.rules     learn which URLs are one page from a crawl
+  url-dedup --rules site.rules urls.txt           fold the URLs the rules map onto one page
 
 With --state, the decided URLs are also appended to FILE.journal about once a second
 (--checkpoint-every), so a run that is killed or runs out of disk reprints at most the last
@@ -44,7 +47,12 @@ Exit status: 0 on success (invalid lines are reported, not fatal), 1 on an I/O e
 unusable state file or a filter store (Redis) that stopped answering, 2 on a usage error."
 )]
 pub(crate) struct Args {
-    /// Files to read, in order; none or `-` reads standard input.
+    /// Another task than deduplicating.
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+
+    /// Files to read, in order; none or `-` reads standard input (a file named `learn` is
+    /// given as `./learn`).
     #[arg(value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,
 
@@ -99,6 +107,12 @@ pub(crate) struct Args {
         requires = "similar"
     )]
     pub(crate) feature_hashing: FeatureHashing,
+
+    /// Rewrite each canonical URL with the rules in FILE (written by `url-dedup learn`, or by
+    /// hand) before deciding, so the URLs they map onto one page count once. Every rule of
+    /// the file applies, candidate or confirmed; a host's rules apply in order.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) rules: Option<PathBuf>,
 
     /// Remember seen URLs in FILE across runs, so only URLs new to all runs are printed: loaded
     /// if it exists, journaled while the run goes (FILE.journal), saved whole at the end.
@@ -253,6 +267,79 @@ pub(crate) struct Args {
     /// Never show a progress bar.
     #[arg(short, long)]
     pub(crate) quiet: bool,
+}
+
+/// Tasks other than deduplicating.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Learn which URLs of each site are one page from what a crawl fetched, and write the
+    /// rules that map them onto one URL (for `--rules`).
+    ///
+    /// Reads WARC files (`.warc`, `.warc.gz`: response, revisit and resource records; HTML
+    /// pages are fingerprinted by their main content, so a clock or a menu that changed does
+    /// not make two fetches of one page different; other payloads by their payload digest)
+    /// or CDX files (`urlkey timestamp original mimetype statuscode digest ...`, or the
+    /// columns a ` CDX` legend line names). URLs are canonicalized with --policy before
+    /// learning: apply the rules with the same policy. Only 2xx answers are used.
+    ///
+    /// A rule is kept when it maps URLs of at least --min-pages pages onto another URL of
+    /// their page and never two different pages onto one URL. The summary goes to stderr.
+    #[command(after_help = "\
+Examples:
+  url-dedup learn crawl.warc.gz -o site.rules     rules from a crawl, for review
+  url-dedup learn index.cdx > site.rules          from a CDX index (digests only)
+  url-dedup --rules site.rules urls.txt           apply them
+
+Exit status: 0 on success, 1 on an unreadable or malformed input or output, 2 on a usage
+error.")]
+    Learn(LearnArgs),
+}
+
+/// `url-dedup learn`'s options.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LearnArgs {
+    /// WARC or CDX files, read in order.
+    #[arg(value_name = "FILE", required = true)]
+    pub(crate) files: Vec<PathBuf>,
+
+    /// Write the rules to FILE (replaced whole, never through a symbolic link) instead of
+    /// standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+
+    /// What the files are.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) format: InputFormat,
+
+    /// The fewest pages whose URLs a rule must fold, rightly, to be kept.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) min_pages: u64,
+
+    /// HTML pages whose SimHashes are at most BITS apart neither support nor contradict a
+    /// rule (a page whose text holds a counter); 0 tells every content apart.
+    #[arg(long, value_name = "BITS", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=8))]
+    pub(crate) max_distance: u32,
+
+    /// Mark the rules confirmed: trust the crawl's evidence without the checks a crawler
+    /// makes (the rules otherwise start as candidates; `--rules` applies both).
+    #[arg(long)]
+    pub(crate) confirmed: bool,
+
+    /// Canonicalization convention the URLs are learned in [default: crawler]; use the one
+    /// the rules will be applied with.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) policy: Option<url_dedup::canon::Convention>,
+}
+
+/// What `url-dedup learn` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum InputFormat {
+    /// WARC when the file's first bytes (ungzipped) are `WARC/`, else CDX.
+    Auto,
+    /// WARC records, gzipped or not.
+    Warc,
+    /// A CDX index.
+    Cdx,
 }
 
 /// A rate strictly between 0 and 1.

@@ -7,6 +7,7 @@ mod args;
 mod config;
 mod explain;
 mod journal;
+mod learn;
 mod lines;
 mod mismatch;
 mod private_file;
@@ -26,8 +27,12 @@ pub(crate) enum Failure {
 }
 
 fn main() {
-    let args = args::Args::parse();
-    match run::run(args) {
+    let mut args = args::Args::parse();
+    let result = match args.command.take() {
+        Some(args::Command::Learn(learn)) => learn::run(learn),
+        None => run::run(args),
+    };
+    match result {
         Ok(()) => {}
         Err(Failure::Usage(message)) => {
             eprintln!("url-dedup: error: {message}");

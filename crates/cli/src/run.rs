@@ -28,6 +28,9 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     config::check_combinations(&args)?;
     let input_bytes = input_size(&sources);
     let mut builder = config::builder(&args, estimated_lines(&sources));
+    if let Some(path) = &args.rules {
+        builder = builder.rules(crate::learn::load_rules(path)?);
+    }
     if let Some(key) = hash_key(&args)? {
         builder = builder.hash_key(key);
     }

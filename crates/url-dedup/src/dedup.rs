@@ -111,6 +111,8 @@ pub struct Builder {
     similarity: Option<Preset>,
     #[cfg(feature = "similarity")]
     similarity_fpr: Option<f64>,
+    #[cfg(feature = "rules")]
+    rules: Option<std::sync::Arc<url_dedup_rules::Rules>>,
     accept_config_change: bool,
 }
 
@@ -134,6 +136,8 @@ impl Default for Builder {
             similarity: None,
             #[cfg(feature = "similarity")]
             similarity_fpr: None,
+            #[cfg(feature = "rules")]
+            rules: None,
             accept_config_change: false,
         }
     }
@@ -401,6 +405,30 @@ impl Builder {
         self
     }
 
+    /// Rewrites each canonical URL with learned rules ([`rules`](crate::rules), crate
+    /// `url-dedup-rules`) before it is decided on, so that the URLs the rules map onto one
+    /// page count once. Rules apply after canonicalization and cost about what their index
+    /// finds for a URL (none for a host without rules). They are not recorded in a state
+    /// snapshot: a crawl that learns more rules restores its state with the new ones.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use url_dedup::{UrlDedup, rules::{Rules, RuleSet}};
+    ///
+    /// let set = RuleSet::parse("rules-format 1\nhost \"wiki.example\"\nreplace \"/print/\" \"/\"\n")?;
+    /// let d = UrlDedup::builder().rules(Rules::new(&set)).build()?;
+    /// assert!(d.check_and_insert("https://wiki.example/print/Main")?.is_new());
+    /// assert!(!d.check_and_insert("https://WIKI.example/Main")?.is_new());
+    /// assert_eq!(d.canonicalize("https://wiki.example/print/Main")?, "https://wiki.example/Main");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "rules")]
+    pub fn rules(mut self, rules: url_dedup_rules::Rules) -> Self {
+        self.rules = Some(std::sync::Arc::new(rules));
+        self
+    }
+
     /// Lets [`restore`](Self::restore) use a snapshot written under another configuration
     /// (canonicalization policy, similarity preset, filter kind), or by a version that did not
     /// record it. Off by default: a state built without canonicalization and read by a
@@ -483,6 +511,8 @@ impl Builder {
         let preparer = Preparer::new(self.policy.map(Canonicalizer::new), exact.key());
         #[cfg(feature = "similarity")]
         let preparer = preparer.with_features(feature_hasher(similarity.as_ref()));
+        #[cfg(feature = "rules")]
+        let preparer = preparer.with_rules(self.rules.clone());
         Ok(UrlDedup {
             preparer,
             exact,
@@ -631,6 +661,8 @@ impl Builder {
         let preparer = Preparer::new(self.policy.map(Canonicalizer::new), exact.key());
         #[cfg(feature = "similarity")]
         let preparer = preparer.with_features(feature_hasher(similarity.as_ref()));
+        #[cfg(feature = "rules")]
+        let preparer = preparer.with_rules(self.rules.clone());
         Ok(UrlDedup {
             preparer,
             exact,
@@ -1149,7 +1181,7 @@ impl UrlDedup {
     }
 
     /// The canonical form of a URL under this deduplicator's policy (the input itself when
-    /// canonicalization is off).
+    /// canonicalization is off), rewritten by its rules ([`Builder::rules`]).
     ///
     /// # Errors
     ///
@@ -1163,10 +1195,7 @@ impl UrlDedup {
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     pub fn canonicalize<'a>(&self, url: &'a str) -> Result<Cow<'a, str>, Error> {
-        match &self.preparer.canonicalizer {
-            Some(c) => Ok(c.canonicalize(url)?),
-            None => Ok(Cow::Borrowed(url)),
-        }
+        self.preparer.canonical_str(url)
     }
 
     /// The verdict once the exact filter has answered `new` for `canonical`.

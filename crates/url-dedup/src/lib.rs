@@ -25,6 +25,9 @@ pub use url_dedup_partition as partition;
 /// The distributed backends on Redis (crate `url-dedup-redis`).
 #[cfg(feature = "redis")]
 pub use url_dedup_redis as redis;
+/// Learned URL rewrite rules (crate `url-dedup-rules`).
+#[cfg(feature = "rules")]
+pub use url_dedup_rules as rules;
 /// The segmented Bloom filter (crate `url-dedup-segmented`).
 pub use url_dedup_segmented as segmented;
 /// The feature-similarity filter of document 004 (crate `url-dedup-similarity`).

@@ -40,6 +40,9 @@ pub struct Preparer {
     /// The similarity filter's feature hasher, when the deduplicator has one.
     #[cfg(feature = "similarity")]
     features: Option<url_dedup_similarity::FeatureHasher>,
+    /// Learned rewrite rules, applied to the canonical form.
+    #[cfg(feature = "rules")]
+    rules: Option<std::sync::Arc<url_dedup_rules::Rules>>,
 }
 
 /// The exact filter's digest of a canonical key, made by a [`Preparer`]. Only the
@@ -67,7 +70,46 @@ impl Preparer {
             owner: owner_of(key),
             #[cfg(feature = "similarity")]
             features: None,
+            #[cfg(feature = "rules")]
+            rules: None,
         }
+    }
+
+    /// This preparer, also rewriting canonical forms with `rules`.
+    #[cfg(feature = "rules")]
+    pub(crate) fn with_rules(
+        mut self,
+        rules: Option<std::sync::Arc<url_dedup_rules::Rules>>,
+    ) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// `key` rewritten by the rules, when there are rules and `key` is UTF-8.
+    fn rewritten<'a>(&self, key: Cow<'a, [u8]>) -> Cow<'a, [u8]> {
+        #[cfg(feature = "rules")]
+        if let Some(rules) = &self.rules
+            && let Ok(text) = std::str::from_utf8(&key)
+            && let Cow::Owned(new) = rules.apply(text)
+        {
+            return Cow::Owned(new.into_bytes());
+        }
+        key
+    }
+
+    /// The canonical form of a URL, rewritten by the rules: the text a line is decided on.
+    pub(crate) fn canonical_str<'a>(&self, url: &'a str) -> Result<Cow<'a, str>, Error> {
+        let canonical = match &self.canonicalizer {
+            Some(c) => c.canonicalize(url)?,
+            None => Cow::Borrowed(url),
+        };
+        #[cfg(feature = "rules")]
+        if let Some(rules) = &self.rules
+            && let Cow::Owned(new) = rules.apply(&canonical)
+        {
+            return Ok(Cow::Owned(new));
+        }
+        Ok(canonical)
     }
 
     /// This preparer, also hashing the features of the similarity filter `features` hashes
@@ -154,23 +196,23 @@ impl Preparer {
     /// The key a line is decided on: [`prepare`](Self::prepare) without the digest.
     pub(crate) fn key<'a>(&self, line: &'a [u8]) -> Result<Cow<'a, [u8]>, Error> {
         let Some(c) = &self.canonicalizer else {
-            return Ok(Cow::Borrowed(line));
+            return Ok(self.rewritten(Cow::Borrowed(line)));
         };
         match std::str::from_utf8(line) {
             Ok(text) => self.key_of_str(text),
             // Safe Browsing's rules read bytes; the others refuse them.
-            Err(_) => c.canonicalize_bytes(line).map_err(|e| match e {
-                url_dedup_canon::CanonError::NotUtf8 => Error::NotUtf8,
-                e => Error::InvalidUrl(e),
-            }),
+            Err(_) => c
+                .canonicalize_bytes(line)
+                .map(|key| self.rewritten(key))
+                .map_err(|e| match e {
+                    url_dedup_canon::CanonError::NotUtf8 => Error::NotUtf8,
+                    e => Error::InvalidUrl(e),
+                }),
         }
     }
 
     fn key_of_str<'a>(&self, line: &'a str) -> Result<Cow<'a, [u8]>, Error> {
-        let Some(c) = &self.canonicalizer else {
-            return Ok(Cow::Borrowed(line.as_bytes()));
-        };
-        Ok(match c.canonicalize(line)? {
+        Ok(match self.canonical_str(line)? {
             Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
             Cow::Owned(o) => Cow::Owned(o.into_bytes()),
         })

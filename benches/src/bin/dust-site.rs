@@ -1,0 +1,136 @@
+//! Generated sites for `benches/dust.sh`, and the measure of what the command kept.
+//!
+//! ```text
+//! dust-site site SEED ARTICLES DIR   # DIR/crawl.warc (the even pages' URLs), DIR/urls.txt (every
+//!                                    # URL, crawl order), DIR/pages.tsv (URL, page, learned from)
+//! dust-site measure DIR KEPT         # one TSV row: what keeping the lines of KEPT did
+//! dust-site rules HOSTS              # 100 rules for each of the first HOSTS hosts of gen-urls
+//! ```
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::Path;
+
+use url_dedup_rules::testing::{Site, SiteUrl};
+
+/// The site's URLs in a fixed order that mixes pages (as `crates/cli/tests/learn.rs` does).
+fn crawl_order(site: &Site) -> Vec<SiteUrl> {
+    let mut urls = site.urls().to_vec();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for i in (1..urls.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        urls.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    urls
+}
+
+fn site(seed: u64, articles: usize, dir: &Path) -> std::io::Result<()> {
+    let site = Site::generate(seed, articles);
+    let urls = crawl_order(&site);
+    let learned = |u: &SiteUrl| u.page.is_multiple_of(2);
+    std::fs::write(
+        dir.join("crawl.warc"),
+        site.warc(urls.iter().filter(|u| learned(u)).map(|u| u.url.as_str())),
+    )?;
+    let mut list = BufWriter::new(std::fs::File::create(dir.join("urls.txt"))?);
+    let mut pages = BufWriter::new(std::fs::File::create(dir.join("pages.tsv"))?);
+    for u in &urls {
+        writeln!(list, "{}", u.url)?;
+        writeln!(pages, "{}\t{}\t{}", u.url, u.page, u8::from(learned(u)))?;
+    }
+    list.flush()?;
+    pages.flush()
+}
+
+fn measure(dir: &Path, kept: &Path) -> std::io::Result<()> {
+    let kept: HashSet<String> = std::io::BufReader::new(std::fs::File::open(kept)?)
+        .lines()
+        .collect::<Result<_, _>>()?;
+    let text = std::fs::read_to_string(dir.join("pages.tsv"))?;
+    // Columns: over the pages not learned from, then over all pages.
+    let mut row = Vec::new();
+    for judged in [false, true] {
+        let (mut seen, mut fetched) = (HashSet::new(), HashSet::new());
+        let (mut urls, mut dups, mut dups_fetched, mut skipped, mut right) = (0, 0, 0, 0, 0);
+        for line in text.lines() {
+            let mut f = line.split('\t');
+            let (Some(url), Some(page), Some(learned)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            if !judged && learned == "1" {
+                continue;
+            }
+            urls += 1;
+            dups += usize::from(!seen.insert(page));
+            if kept.contains(url) {
+                dups_fetched += usize::from(!fetched.insert(page));
+            } else {
+                skipped += 1;
+                right += usize::from(fetched.contains(page));
+            }
+        }
+        let missed = seen.len() - fetched.len();
+        row.extend([
+            urls,
+            seen.len(),
+            dups,
+            dups - dups_fetched,
+            skipped,
+            right,
+            missed,
+        ]);
+    }
+    let row: Vec<String> = row.iter().map(ToString::to_string).collect();
+    println!("{}", row.join("\t"));
+    Ok(())
+}
+
+/// 100 rules for each of `hosts` hosts: 40 parameters, 40 substitutions, 10 default documents,
+/// 10 trailing slashes, a few of which match the generated URLs.
+fn rules(hosts: usize) -> std::io::Result<()> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    writeln!(out, "rules-format 1")?;
+    for h in 0..hosts {
+        writeln!(out, "host \"www.site{h}.example.com\"")?;
+        writeln!(out, "ignore-param \"ref\" in \"/**\"")?;
+        for i in 1..40 {
+            writeln!(out, "ignore-param \"p{i}\" in \"/news/*/**\"")?;
+        }
+        for i in 0..40 {
+            writeln!(out, "replace \"/print{i}/\" \"/\"")?;
+        }
+        for i in 0..10 {
+            writeln!(out, "default-document \"index{i}.html\" in \"/**\"")?;
+        }
+        for i in 0..10 {
+            writeln!(out, "trailing-slash remove in \"/section{i}/*\"")?;
+        }
+    }
+    out.flush()
+}
+
+fn main() -> std::io::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = || {
+        std::io::Error::other(
+            "usage: dust-site site SEED ARTICLES DIR | measure DIR KEPT | rules HOSTS",
+        )
+    };
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["site", seed, articles, dir] => site(
+            seed.parse().map_err(|_| usage())?,
+            articles.parse().map_err(|_| usage())?,
+            Path::new(dir),
+        ),
+        ["measure", dir, kept] => measure(Path::new(dir), Path::new(kept)),
+        ["rules", hosts] => rules(hosts.parse().map_err(|_| usage())?),
+        _ => Err(usage()),
+    }
+}
