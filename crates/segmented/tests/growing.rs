@@ -2,7 +2,7 @@
 //! fresh item is a false positive no more often than the target, threads racing on the same
 //! items while layers are added admit each item once, and snapshots bring back every layer.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use proptest::prelude::*;
@@ -55,28 +55,41 @@ fn racing_threads_admit_each_item_once_while_layers_are_added() {
         GrowingFilter::builder()
             .expected_items(500)
             .false_positive_rate(1e-4)
+            .key(HashKey::from_bytes([4; 16]))
             .build()
             .unwrap(),
     );
     let admissions: Arc<Vec<AtomicU8>> = Arc::new((0..ITEMS).map(|_| AtomicU8::new(0)).collect());
     let start = Arc::new(Barrier::new(THREADS));
+    let led: Arc<Vec<AtomicBool>> = Arc::new(
+        admissions
+            .chunks(100)
+            .map(|_| AtomicBool::new(false))
+            .collect(),
+    );
     let racers: Vec<_> = (0..THREADS)
         .map(|me| {
-            let (f, admissions, start) = (f.clone(), admissions.clone(), start.clone());
+            let (f, admissions, start, led) =
+                (f.clone(), admissions.clone(), start.clone(), led.clone());
             std::thread::spawn(move || {
                 let mine = AtomicU64::new(0);
                 // Every thread discovers the same items in the same order, so they race on
                 // each one, and on each layer change. They start each round of 100 items
-                // together, and in its turn of rounds a thread goes a few microseconds ahead:
-                // on two cores the scheduler could otherwise let one thread run through
-                // everything before the others start (one run admitted 59,988 of 60,000 on
-                // one thread and none on two others).
+                // together, once the round's leader (each thread in turn) has inserted its
+                // first item: on two busy cores the scheduler could otherwise let one thread
+                // run through everything before the others start (one run admitted 59,988 of
+                // 60,000 on one thread and none on two others).
                 for (round, items) in admissions.chunks(100).enumerate() {
                     start.wait();
-                    if round % THREADS != me {
-                        let ahead = std::time::Instant::now();
-                        while ahead.elapsed() < std::time::Duration::from_micros(20) {
-                            std::hint::spin_loop();
+                    if round % THREADS == me {
+                        if f.check_and_insert(url((round * 100) as u64)) {
+                            items[0].fetch_add(1, Ordering::Relaxed);
+                            mine.fetch_add(1, Ordering::Relaxed);
+                        }
+                        led[round].store(true, Ordering::Release);
+                    } else {
+                        while !led[round].load(Ordering::Acquire) {
+                            std::thread::yield_now();
                         }
                     }
                     for (j, admitted) in items.iter().enumerate() {

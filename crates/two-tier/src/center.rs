@@ -16,7 +16,7 @@ use crate::frame::{Flag, Frame};
 use crate::keys::Keys;
 use crate::mailbox::{Body, Delivery, Mailbox, Peer, scripts};
 use crate::settings::Settings;
-use crate::stats::{Counters, Stats, counted};
+use crate::stats::{Counters, Loop, Stats, counted};
 use crate::topology::Topology;
 
 /// Where a frame is in its life at this center.
@@ -221,6 +221,7 @@ impl Center {
         let mut undispatched = self.recover(&mut pending).await?;
         let mut rotation = 0usize;
         while !*stop.borrow() {
+            self.counters.round(Loop::Main);
             let deliveries = mailbox.receive().await?;
             let full = deliveries.len() >= mailbox.batch();
             let mut fx = Effects::default();

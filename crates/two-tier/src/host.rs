@@ -15,7 +15,7 @@ use crate::keys::Keys;
 use crate::mailbox::{Body, Delivery, Mailbox, Peer, scripts, wait_on};
 use crate::number::FrameNumber;
 use crate::settings::Settings;
-use crate::stats::{Counters, Stats, counted};
+use crate::stats::{Counters, Loop, Stats, counted};
 use crate::topology::Topology;
 
 /// A local host of the paper: owns `finish_URL`, `task_pool` and `URL_pool` in its own Redis.
@@ -566,6 +566,7 @@ impl LocalHost {
 
     async fn answer_loop(&self, mailbox: &Mailbox, mut stop: watch::Receiver<bool>) -> Result<()> {
         while !*stop.borrow() {
+            self.counters.round(Loop::Main);
             let deliveries = mailbox.receive().await?;
             let full = deliveries.len() >= mailbox.batch();
             if !deliveries.is_empty() {
@@ -585,6 +586,7 @@ impl LocalHost {
         self.resume().await?;
         let wake = self.keys.pool_wake();
         while !*stop.borrow() {
+            self.counters.round(Loop::Submit);
             if self.submit_once().await? == 0 {
                 tokio::select! {
                     changed = stop.changed() => if changed.is_err() { break },

@@ -17,6 +17,18 @@ pub(crate) struct Counters {
     dropped_locally: AtomicU64,
     removed_by_answers: AtomicU64,
     dispatched: AtomicU64,
+    /// Iterations begun by each of the role's loops (a host runs two, a center one). A loop
+    /// that begins an iteration has finished handling what it took in the one before.
+    rounds: [AtomicU64; 2],
+}
+
+/// Which of a role's loops counts a round.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Loop {
+    /// The center's loop, or a host's loop answering its center.
+    Main = 0,
+    /// A host's loop submitting its pool.
+    Submit = 1,
 }
 
 macro_rules! bump {
@@ -36,6 +48,15 @@ bump! {
 }
 
 impl Counters {
+    /// Counts the start of an iteration of `which` loop.
+    pub(crate) fn round(&self, which: Loop) {
+        self.rounds[which as usize].fetch_add(1, Relaxed);
+    }
+    /// Iterations begun so far by each loop, in [`Loop`] order.
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
+    pub(crate) fn rounds(&self) -> [u64; 2] {
+        [self.rounds[0].load(Relaxed), self.rounds[1].load(Relaxed)]
+    }
     pub(crate) fn round_trip(&self) {
         self.round_trips.fetch_add(1, Relaxed);
     }

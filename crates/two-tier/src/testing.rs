@@ -45,7 +45,9 @@ use crate::settings::Settings;
 use crate::stats::{Counters, Stats};
 use crate::topology::{Network, Node, Topology};
 
-/// Settings for tests: short timeouts and waits, so a suite with silent hosts stays fast.
+/// Settings for tests: short idle waits and small frames, so a suite stays fast, but timeouts
+/// long enough that an answer is never late on a busy machine (a test that counts timeouts
+/// then counts only those of silent nodes).
 ///
 /// # Examples
 ///
@@ -58,8 +60,8 @@ use crate::topology::{Network, Node, Topology};
 pub fn quick_settings() -> Settings {
     Settings {
         urls_per_frame: 100,
-        lan_timeout: Duration::from_millis(300),
-        wan_timeout: Duration::from_millis(800),
+        lan_timeout: Duration::from_secs(4),
+        wan_timeout: Duration::from_secs(8),
         idle_wait: Duration::from_millis(50),
         seen_ttl: Duration::from_secs(600),
         ..Settings::default()
@@ -503,7 +505,7 @@ impl Cluster {
     pub async fn idle_since(&mut self, timeout: Duration) -> Result<Option<Instant>> {
         let deadline = Instant::now() + timeout;
         let settle = self.settings.idle_wait * 3;
-        let mut quiet_since: Option<(Instant, Stats)> = None;
+        let mut quiet_since: Option<(Instant, Stats, Vec<[u64; 2]>)> = None;
         loop {
             self.check_tasks().await?;
             let now = Instant::now();
@@ -512,14 +514,20 @@ impl Cluster {
                 round_trips: 0,
                 ..self.stats()
             };
+            let rounds = self.rounds();
             if self.queues_empty().await? {
-                match quiet_since {
-                    Some((since, before)) if before == stats => {
-                        if now.duration_since(since) >= settle {
-                            return Ok(Some(since));
+                match &quiet_since {
+                    Some((since, before, at_start)) if *before == stats => {
+                        // Quiet for a while is not enough on a busy machine: a role may have
+                        // taken a frame and not run since. Every loop must also have begun a
+                        // new round, so it finished with what it took before the quiet began.
+                        if now.duration_since(*since) >= settle
+                            && every_loop_went_round(at_start, &rounds)
+                        {
+                            return Ok(Some(*since));
                         }
                     }
-                    _ => quiet_since = Some((now, stats)),
+                    _ => quiet_since = Some((now, stats, rounds)),
                 }
             } else {
                 quiet_since = None;
@@ -529,6 +537,11 @@ impl Cluster {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+
+    /// Rounds begun by each running role's loops, in node order.
+    fn rounds(&self) -> Vec<[u64; 2]> {
+        self.running.values().map(|r| r.counters.rounds()).collect()
     }
 
     /// Fails with the error of a role task that stopped on its own.
@@ -684,4 +697,14 @@ impl Cluster {
         }
         first
     }
+}
+
+/// Whether every loop that ran at `before` has begun a round since (a loop a role does not
+/// run stays at zero). Roles started or stopped in between change the list: not yet.
+fn every_loop_went_round(before: &[[u64; 2]], now: &[[u64; 2]]) -> bool {
+    before.len() == now.len()
+        && before
+            .iter()
+            .zip(now)
+            .all(|(b, n)| b.iter().zip(n).all(|(b, n)| n > b || (*b == 0 && *n == 0)))
 }
