@@ -1,4 +1,6 @@
-"""Learned rewrite rules from Python: ``UrlDedup(rules=...)`` and ``url_dedup.learn``."""
+"""Learned rewrite rules from Python: ``UrlDedup(rules=...)``, ``url_dedup.learn``, and the
+``URL_DEDUP_RULES`` setting of both Scrapy dupefilters in real crawls of a site whose aliases
+only rules fold."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from pathlib import Path
 import pytest
 
 import url_dedup
+from conftest import crawl, crawl_ok
+from generated_site import Site
 from processes import cargo_binary, run
 from url_dedup import InvalidUrlError, Outcome, RulesError, UrlDedup, UrlDedupError, learn
 
@@ -271,3 +275,110 @@ def test_learn_docstring_example_runs():
     runner = doctest.DocTestRunner()
     runner.run(test)
     assert test.examples and runner.failures == 0
+
+
+# --- Scrapy --------------------------------------------------------------------------------
+
+OURS = "url_dedup.scrapy.DupeFilter"
+
+
+@pytest.fixture
+def alias_site():
+    s = Site(aliases=True)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def site_rules(alias_site, tmp_path) -> Path:
+    path = tmp_path / "site.rules"
+    path.write_text(alias_site.rules())
+    return path
+
+
+def redis_settings(redis_url: str, **extra: str) -> dict[str, str]:
+    return {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "url_dedup.scrapy.RedisDupeFilter",
+        "REDIS_URL": redis_url,
+        "URL_DEDUP_REDIS_PREFIX": "%(spider)s:seen",
+        **extra,
+    }
+
+
+@pytest.mark.parametrize("dupefilter", ["local", "local-jobdir", "redis"])
+def test_a_crawl_with_rules_fetches_each_page_once(alias_site, site_rules, tmp_path, request,
+                                                   dupefilter):
+    start = [alias_site.url("a/0"), alias_site.url("b/0")]
+
+    def settings(job: str, **extra: str) -> dict[str, str]:
+        if dupefilter == "redis":
+            return redis_settings(request.getfixturevalue("redis_url"), **extra)
+        if dupefilter == "local-jobdir":
+            extra["JOBDIR"] = str(tmp_path / job)
+        return {"DUPEFILTER_CLASS": OURS, **extra}
+
+    # Without the rules the print views and sort orders are pages of their own.
+    crawl_ok(settings("without", URL_DEDUP_KEY="url"), start)
+    assert alias_site.fetched() == alias_site.pages()
+    assert len(alias_site.fetched_twice()) > len(alias_site.pages()) // 2
+    alias_site.reset()
+    if dupefilter == "redis":
+        request.getfixturevalue("redis_server").client().flushall()
+    log = crawl_ok(settings("with", URL_DEDUP_RULES=str(site_rules)), start)
+    assert alias_site.fetched() == alias_site.pages()
+    assert alias_site.fetched_twice() == {}
+    assert f"Rewriting URLs with 2 learned rules from {site_rules}" in log
+
+
+def test_a_bad_rules_file_stops_the_crawl_before_a_fetch(alias_site, tmp_path):
+    bad = tmp_path / "site.rules"
+    bad.write_text(alias_site.rules().replace('replace "/print/" "/"', 'replace "/print/"'))
+    result = crawl({"DUPEFILTER_CLASS": OURS, "URL_DEDUP_RULES": str(bad)},
+                   [alias_site.url("a/0")])
+    log = result.stderr.decode(errors="replace")
+    assert result.returncode != 0
+    assert f"RulesError: {bad}:3: " in log
+    assert alias_site.fetched() == set()
+
+
+def test_rules_need_url_keys():
+    from scrapy.settings import Settings
+
+    from url_dedup.scrapy import DupeFilter, RedisDupeFilter, _RequestKeys
+
+    rules = rules_text()
+    keys = _RequestKeys.from_settings(Settings({"URL_DEDUP_RULES": rules}), "fingerprint")
+    assert keys.by_url
+    keys = _RequestKeys.from_settings(Settings({}), "fingerprint")
+    assert not keys.by_url
+    explicit = Settings({"URL_DEDUP_RULES": rules, "URL_DEDUP_KEY": "fingerprint"})
+    keys = _RequestKeys.from_settings(explicit, "fingerprint")
+    with pytest.raises(ValueError, match='URL_DEDUP_KEY = "url"'):
+        DupeFilter(keys=keys, options=keys.dedup_options(explicit))
+    with pytest.raises(ValueError, match='URL_DEDUP_KEY = "url"'):
+        RedisDupeFilter("redis://127.0.0.1:1/0", "never", keys=keys,
+                        options=keys.dedup_options(explicit))
+
+
+def test_the_setting_takes_rules_text_too():
+    from scrapy import Request
+    from scrapy.settings import Settings
+
+    from url_dedup.scrapy import DupeFilter, _RequestKeys
+
+    settings = Settings({"URL_DEDUP_RULES": rules_text()})
+    keys = _RequestKeys.from_settings(settings, "fingerprint")
+    f = DupeFilter(keys=keys, options=keys.dedup_options(settings))
+    assert f.dedup.rule_count == 8
+    assert not f.request_seen(Request("https://wiki.example/wiki/Main"))
+    assert f.request_seen(Request("https://wiki.example/index.php?title=Main"))
+    assert not f.request_seen(Request("https://wiki.example/wiki/Other"))
+
+
+def test_paths_are_read_as_given(tmp_path, monkeypatch):
+    """A relative path is relative to the working directory, as Scrapy's other file settings."""
+    monkeypatch.chdir(tmp_path)
+    Path("site.rules").write_text(rules_text())
+    assert UrlDedup(1_000, rules="site.rules").rule_count == 8
+    assert UrlDedup(1_000, rules=Path(os.curdir, "site.rules")).rule_count == 8
