@@ -568,7 +568,7 @@ def _uses_scrapy_redis_scheduler(settings: BaseSettings) -> bool:
 
 
 def _report_rules(dedup: UrlDedup, rules: Any) -> None:
-    """Says at INFO which rules rewrite URLs: a file by its path, text given inline by its size."""
+    """Says at INFO how many rules rewrite URLs, and from which file (or the setting's text)."""
     if rules is None:
         return
     source = "the URL_DEDUP_RULES text" if isinstance(rules, str) and "\n" in rules else rules
