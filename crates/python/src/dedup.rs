@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
-use url_dedup::{Error, UrlDedup};
+use url_dedup::{Builder, Error, UrlDedup};
 
 use crate::batch::Batch;
 use crate::errors::{to_py, to_py_at, to_py_value};
@@ -12,12 +12,15 @@ use crate::options::Options;
 use crate::outcome::Outcome;
 use crate::snapshot;
 
-/// Deduplicates URLs: canonicalize, check a Bloom filter (or a fingerprint set), optionally
-/// fold similar URLs. Thread-safe; batch, snapshot and Redis calls release the GIL.
+/// Deduplicates URLs: canonicalize, rewrite with learned rules, check a Bloom filter (or a
+/// fingerprint set), optionally fold similar URLs. Thread-safe; batch, snapshot and Redis
+/// calls release the GIL.
 #[pyclass(name = "UrlDedup", module = "url_dedup", frozen)]
 pub(crate) struct PyUrlDedup {
     inner: UrlDedup,
     options: Options,
+    /// How many learned rules rewrite canonical forms (`rules=`).
+    rule_count: usize,
 }
 
 /// The constructor's keyword arguments, shared by `UrlDedup(...)`, `load` and `from_bytes`.
@@ -54,6 +57,7 @@ impl PyUrlDedup {
         redis = None,
         redis_prefix = "url-dedup".to_owned(),
         accept_config_change = false,
+        rules = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -68,6 +72,7 @@ impl PyUrlDedup {
         redis: Option<String>,
         redis_prefix: String,
         accept_config_change: bool,
+        rules: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let options = options!(
             expected_urls,
@@ -81,10 +86,14 @@ impl PyUrlDedup {
             redis_prefix,
             accept_config_change
         );
-        let builder = options.builder();
+        let (builder, rule_count) = with_rules(py, options.builder(), rules)?;
         // Opening a shared filter connects to Redis.
         let inner = py.detach(|| builder.build()).map_err(to_py)?;
-        Ok(Self { inner, options })
+        Ok(Self {
+            inner,
+            options,
+            rule_count,
+        })
     }
 
     /// A deduplicator restored from a state file written by `save`, with the same options
@@ -105,6 +114,7 @@ impl PyUrlDedup {
         redis = None,
         redis_prefix = "url-dedup".to_owned(),
         accept_config_change = false,
+        rules = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn load(
@@ -120,6 +130,7 @@ impl PyUrlDedup {
         redis: Option<String>,
         redis_prefix: String,
         accept_config_change: bool,
+        rules: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let options = options!(
             expected_urls,
@@ -133,11 +144,15 @@ impl PyUrlDedup {
             redis_prefix,
             accept_config_change
         );
-        let builder = options.builder();
+        let (builder, rule_count) = with_rules(py, options.builder(), rules)?;
         let inner = py
             .detach(|| snapshot::load(builder, &path))
             .map_err(|e| to_py_at(e, Some(&path)))?;
-        Ok(Self { inner, options })
+        Ok(Self {
+            inner,
+            options,
+            rule_count,
+        })
     }
 
     /// A deduplicator restored from bytes written by `to_bytes`; options as for `load`.
@@ -155,6 +170,7 @@ impl PyUrlDedup {
         redis = None,
         redis_prefix = "url-dedup".to_owned(),
         accept_config_change = false,
+        rules = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn from_bytes(
@@ -170,6 +186,7 @@ impl PyUrlDedup {
         redis: Option<String>,
         redis_prefix: String,
         accept_config_change: bool,
+        rules: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let options = options!(
             expected_urls,
@@ -183,11 +200,15 @@ impl PyUrlDedup {
             redis_prefix,
             accept_config_change
         );
-        let builder = options.builder();
+        let (builder, rule_count) = with_rules(py, options.builder(), rules)?;
         let inner = py
             .detach(|| snapshot::from_bytes(builder, data))
             .map_err(to_py)?;
-        Ok(Self { inner, options })
+        Ok(Self {
+            inner,
+            options,
+            rule_count,
+        })
     }
 
     /// Records `url` and says whether it was new: the one call a crawler makes per discovered
@@ -375,6 +396,12 @@ impl PyUrlDedup {
         self.options.canonicalization.map(|c| c.name())
     }
 
+    /// How many learned rules rewrite each canonical form (`rules=`); 0 without rules.
+    #[getter]
+    fn rule_count(&self) -> usize {
+        self.rule_count
+    }
+
     /// The Redis URL of a shared filter, or None.
     #[getter]
     fn redis(&self) -> Option<&str> {
@@ -408,6 +435,9 @@ impl PyUrlDedup {
         if let Some((url, prefix)) = &o.redis {
             repr += &format!(", redis={url:?}, redis_prefix={prefix:?}");
         }
+        if self.rule_count > 0 {
+            repr += &format!(", rules=<{} rules>", self.rule_count);
+        }
         repr + ")"
     }
 }
@@ -420,6 +450,22 @@ impl PyUrlDedup {
             py.detach(f)
         } else {
             f()
+        }
+    }
+}
+
+/// `builder` also rewriting canonical forms with the rules `rules=` gives (a rules file or
+/// its text), and how many rules they are.
+fn with_rules(
+    py: Python<'_>,
+    builder: Builder,
+    rules: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Builder, usize)> {
+    match rules {
+        None => Ok((builder, 0)),
+        Some(value) => {
+            let loaded = crate::rules::load(py, value)?;
+            Ok((builder.rules(loaded.rules), loaded.count))
         }
     }
 }

@@ -20,6 +20,7 @@ mod classes {
     pyo3::import_exception!(url_dedup.errors, SnapshotError);
     pyo3::import_exception!(url_dedup.errors, ConfigMismatchError);
     pyo3::import_exception!(url_dedup.errors, StateMismatchError);
+    pyo3::import_exception!(url_dedup.errors, RulesError);
 }
 
 /// The Python exception for a facade error.
@@ -69,7 +70,7 @@ fn snapshot_error(e: &Error) -> Option<&RawSnapshotError> {
 }
 
 /// `OSError(errno, strerror, filename)`, which Python turns into the matching subclass.
-fn os_error(io: &std::io::Error, path: Option<&Path>) -> PyErr {
+pub(crate) fn os_error(io: &std::io::Error, path: Option<&Path>) -> PyErr {
     match (io.raw_os_error(), path) {
         (Some(errno), Some(path)) => {
             let strerror = std::io::Error::from_raw_os_error(errno).to_string();
@@ -83,4 +84,20 @@ fn os_error(io: &std::io::Error, path: Option<&Path>) -> PyErr {
 /// outcome.
 pub(crate) fn to_py_value(py: Python<'_>, e: Error) -> Py<PyAny> {
     to_py(e).into_value(py).into_any()
+}
+
+/// `RulesError` for rules text that does not parse: `line` (from 1) of the file at `path`, or
+/// of text given as a string.
+pub(crate) fn rules_error(line: usize, path: Option<&Path>, message: String) -> PyErr {
+    let shown = match path {
+        Some(p) => format!("{}:{line}: {message}", p.display()),
+        None => format!("line {line}: {message}"),
+    };
+    let path = path.map(|p| p.as_os_str().to_os_string());
+    classes::RulesError::new_err((shown, line, path))
+}
+
+/// `InvalidUrlError` with `message`.
+pub(crate) fn invalid_url(message: String) -> PyErr {
+    classes::InvalidUrlError::new_err(message)
 }

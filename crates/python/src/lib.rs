@@ -12,6 +12,7 @@ mod dedup;
 mod errors;
 mod options;
 mod outcome;
+mod rules;
 mod snapshot;
 
 use pyo3::prelude::*;
@@ -46,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<outcome::Outcome>()?;
     m.add_function(wrap_pyfunction!(canonicalize, m)?)?;
     m.add_function(wrap_pyfunction!(surt, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::learn, m)?)?;
     m.add(
         "CONVENTIONS",
         url_dedup::canon::Convention::ALL.map(|c| c.name()).to_vec(),

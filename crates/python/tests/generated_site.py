@@ -6,6 +6,10 @@ page (a fragment; the query parameters in another order), so a crawler that does
 deduplicate fetches pages again. Pages from ``cross`` on also link to the other section, but
 only to its pages from ``cross`` on: a crawl started at ``/a/0`` alone reaches ``/a/*`` and
 ``/b/cross..``, never ``/b/0 .. /b/cross-1``.
+
+With ``aliases``, each link also comes in two spellings no canonicalization folds, as a site's
+own habits make them: a print view (``/print/a/3?...``) and a sort order (``&sort=new``). Only
+learned rules (:data:`ALIAS_RULES`) tell a crawler they are the same page.
 """
 
 from __future__ import annotations
@@ -20,9 +24,17 @@ def page_path(section: str, i: int) -> str:
     return f"/{section}/{i}?lang=en&v=1"
 
 
+ALIAS_RULES = """rules-format 1
+host "{host}"
+replace "/print/" "/"
+ignore-param "sort" in "/*/*"
+"""
+"""The rules that fold a site's aliases, ``{host}`` to be replaced by its ``host:port``."""
+
+
 class Site:
-    def __init__(self, size: int = 60, cross: int = 30) -> None:
-        self.size, self.cross = size, cross
+    def __init__(self, size: int = 60, cross: int = 30, aliases: bool = False) -> None:
+        self.size, self.cross, self.aliases = size, cross, aliases
         self.lock = threading.Lock()
         self.hits: Counter[str] = Counter()
         # hold(): a page whose request waits for release(), and the event of its arrival.
@@ -54,7 +66,8 @@ class Site:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.host = f"127.0.0.1:{self.server.server_address[1]}"
+        self.base = f"http://{self.host}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -71,6 +84,10 @@ class Site:
         parts = urlsplit(path)
         pieces = parts.path.strip("/").split("/")
         query = dict(parse_qsl(parts.query))
+        if self.aliases:
+            if pieces[0] == "print":
+                pieces = pieces[1:]
+            query.pop("sort", None)
         if len(pieces) != 2 or pieces[0] not in ("a", "b") or query != {"lang": "en", "v": "1"}:
             return None
         if not pieces[1].isdigit() or int(pieces[1]) >= self.size:
@@ -89,7 +106,14 @@ class Site:
             hrefs.append(page_path(s, j))
             hrefs.append(page_path(s, j) + "#top")
             hrefs.append(f"/{s}/{j}?" + urlencode([("v", "1"), ("lang", "en")]))
+            if self.aliases:
+                hrefs.append("/print" + page_path(s, j))
+                hrefs.append(page_path(s, j) + "&sort=new")
         return hrefs
+
+    def rules(self) -> str:
+        """The rules that fold this site's aliases (:data:`ALIAS_RULES`)."""
+        return ALIAS_RULES.format(host=self.host)
 
     def render(self, page: str) -> str:
         anchors = "".join(f'<a href="{h}">{h}</a>\n' for h in self.links(page))

@@ -67,10 +67,18 @@ class UrlDedup:
     :param redis_prefix: key prefix of the shared filter (the ``url-dedup`` command's default).
     :param accept_config_change: let :meth:`load` use a state written under another
         configuration.
+    :param rules: learned rewrite rules (``url-dedup learn``, :func:`learn`, or written by
+        hand): the path of a rules file, or its text (a ``str`` holding a line break). Each
+        canonical form is rewritten by them before it is decided on, so the URLs they map onto
+        one page count once, exactly as ``url-dedup --rules FILE``. Every rule applies,
+        candidate or confirmed. They are not part of a saved state: give them to :meth:`load`
+        too.
     :raises FilterError: for a size or rate out of range.
     :raises RedisError: when the shared filter cannot be opened.
     :raises ValueError: for an unknown convention, filter or preset name, or a similarity rate
         without a preset.
+    :raises RulesError: for rules text that is not a rules file (``.line`` names the line).
+    :raises OSError: when the rules file cannot be read.
     """
 
     def __init__(
@@ -86,6 +94,7 @@ class UrlDedup:
         redis: str | None = None,
         redis_prefix: str = "url-dedup",
         accept_config_change: bool = False,
+        rules: str | os.PathLike[str] | None = None,
     ) -> None: ...
     @staticmethod
     def load(
@@ -101,6 +110,7 @@ class UrlDedup:
         redis: str | None = None,
         redis_prefix: str = "url-dedup",
         accept_config_change: bool = False,
+        rules: str | os.PathLike[str] | None = None,
     ) -> UrlDedup:
         """Restores a state file written by :meth:`save`.
 
@@ -126,6 +136,7 @@ class UrlDedup:
         redis: str | None = None,
         redis_prefix: str = "url-dedup",
         accept_config_change: bool = False,
+        rules: str | os.PathLike[str] | None = None,
     ) -> UrlDedup:
         """Restores a state from :meth:`to_bytes`; as :meth:`load`."""
     def check_and_insert(self, url: str) -> Outcome:
@@ -201,6 +212,9 @@ class UrlDedup:
     def canonicalization(self) -> str | None:
         """The convention's name, or None when keys are compared byte for byte."""
     @property
+    def rule_count(self) -> int:
+        """How many learned rules rewrite each canonical form; 0 without ``rules``."""
+    @property
     def redis(self) -> str | None:
         """The Redis URL of a shared filter."""
     @property
@@ -216,3 +230,29 @@ def canonicalize(url: str, convention: Convention | str = "crawler") -> str:
 
 def surt(url: str) -> str:
     """The SURT key of ``url`` (``org,example)/path?query``), as CDX indexes sort them."""
+
+def learn(
+    pages: Iterable[tuple[str, bytes | str] | tuple[str, bytes | str, int | None]],
+    *,
+    canonicalization: Convention | str | None = "crawler",
+    min_pages: int = 3,
+    max_distance: int = 3,
+    confirmed: bool = False,
+) -> str:
+    """Learns rewrite rules from what a crawl fetched; returns the text of a rules file.
+
+    Each item is ``(url, digest)`` or ``(url, digest, simhash)``: URLs with equal digests
+    (``bytes`` or ``str``, such as a payload's SHA-1) served one page. Pages whose 64-bit
+    SimHashes are at most ``max_distance`` bits apart neither support nor contradict a rule.
+    A rule is kept when it maps URLs of at least ``min_pages`` pages onto another URL of their
+    page and never puts two different pages on one URL. URLs are canonicalized under
+    ``canonicalization`` first: apply the rules with the same convention. Rules are learned
+    as candidates, or confirmed with ``confirmed=True``; ``UrlDedup(rules=...)`` applies both.
+
+    >>> pages = [(f"https://h.example/a/{i}{v}", str(i)) for i in range(3) for v in ("", "?p=1")]
+    >>> rules = learn(pages)
+    >>> UrlDedup(rules=rules).canonicalize("https://h.example/a/7?p=1")
+    'https://h.example/a/7'
+
+    :raises InvalidUrlError: for a URL without a canonical form (nothing is learned).
+    """

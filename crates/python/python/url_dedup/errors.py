@@ -16,6 +16,7 @@ __all__ = [
     "SnapshotError",
     "ConfigMismatchError",
     "StateMismatchError",
+    "RulesError",
 ]
 
 
@@ -65,3 +66,19 @@ class ConfigMismatchError(SnapshotError):
 class StateMismatchError(SnapshotError):
     """A state snapshot holds components this configuration lacks (a similarity filter), or
     lacks some it has."""
+
+
+class RulesError(UrlDedupError, ValueError):
+    """Rules text (``UrlDedup(rules=...)``) that is not a rules file: its first wrong line.
+
+    ``line`` is that line's number, from 1; ``path`` is the file read, or None for text given
+    as a string.
+    """
+
+    def __init__(self, message: str, line: int = 0, path: str | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -22,6 +22,11 @@ What a request is keyed on (``URL_DEDUP_KEY``):
 
 Both honour ``dont_filter``: such a request is never filtered and not recorded.
 
+With ``URL_DEDUP_RULES`` (a rules file written by ``url-dedup learn`` or by hand), each
+canonical URL is rewritten by the rules before it is decided on, so the URLs the rules map
+onto one page are fetched once. Rules rewrite URLs, so they need ``"url"`` keys: the default
+key becomes ``"url"``, and ``URL_DEDUP_KEY = "fingerprint"`` with rules is an error.
+
 Settings (all optional):
 
 ====================================  ==========================================================
@@ -32,6 +37,8 @@ Settings (all optional):
 ``URL_DEDUP_FILTER``                  ``"growing"`` (default), ``"segmented"``, ``"classic"``,
                                       ``"exact"`` (no false positives, 19-39 bytes a request)
 ``URL_DEDUP_ACCEPT_CONFIG_CHANGE``    resume a ``JOBDIR`` state saved under other settings
+``URL_DEDUP_RULES``                   a rules file (path) or its text: learned rewrite rules
+                                      applied after canonicalization (``"url"`` keys only)
 ``URL_DEDUP_REDIS_URL``               Redis of the shared filter (default: scrapy-redis's, from
                                       ``REDIS_URL``, ``REDIS_HOST``, ``REDIS_PORT``,
                                       ``REDIS_DB`` and ``REDIS_PARAMS``)
@@ -123,11 +130,22 @@ class _RequestKeys:
     def from_settings(
         cls, settings: BaseSettings, default_key: str, fingerprinter: Any = None
     ) -> _RequestKeys:
+        # Rules rewrite URLs: with them, requests are keyed on their URL unless told otherwise
+        # (which check_rules() then refuses).
+        if settings.get("URL_DEDUP_RULES"):
+            default_key = "url"
         return cls(
-            settings.get("URL_DEDUP_KEY", default_key),
+            settings.get("URL_DEDUP_KEY") or default_key,
             settings.get("URL_DEDUP_CANONICALIZATION", "crawler"),
             fingerprinter,
         )
+
+    def check_rules(self, options: dict[str, Any]) -> None:
+        """Refuses rules with fingerprint keys: a fingerprint leaves them no URL to rewrite."""
+        if options.get("rules") is not None and not self.by_url:
+            raise ValueError(
+                f'URL_DEDUP_RULES rewrites URLs: it needs URL_DEDUP_KEY = "url", not {self.key!r}'
+            )
 
     def dedup_options(self, settings: BaseSettings) -> dict[str, Any]:
         """Keyword arguments of :class:`UrlDedup` from the settings."""
@@ -140,6 +158,7 @@ class _RequestKeys:
             "filter": settings.get("URL_DEDUP_FILTER", "growing"),
             "accept_config_change": settings.getbool("URL_DEDUP_ACCEPT_CONFIG_CHANGE"),
             "hash_key": _hash_key(settings.get("URL_DEDUP_HASH_KEY")),
+            "rules": settings.get("URL_DEDUP_RULES") or None,
         }
 
     def fingerprint(self, request: Request) -> bytes:
@@ -195,6 +214,7 @@ class DupeFilter(_Logging, BaseDupeFilter):
         self.keys = keys or _RequestKeys("fingerprint", None, None)
         options = dict(options or {"false_positive_rate": _DEFAULT_FPR})
         options.setdefault("canonicalization", self.keys.canonicalization)
+        self.keys.check_rules(options)
         self.debug = debug
         self.stats = stats
         self.other: set[bytes] = set()
@@ -203,6 +223,7 @@ class DupeFilter(_Logging, BaseDupeFilter):
         self.state_path = self.journal_path = self.open_path = None
         if path is None:
             self.dedup = UrlDedup(**options)
+            _report_rules(self.dedup, options.get("rules"))
             return
         self.state_path = Path(path, STATE_FILE)
         self.journal_path = Path(path, JOURNAL_FILE)
@@ -219,6 +240,7 @@ class DupeFilter(_Logging, BaseDupeFilter):
                     {"jobdir": str(path), "evidence": "; ".join(evidence)},
                 )
         self._replay_journal()
+        _report_rules(self.dedup, options.get("rules"))
         # Made once the state is read: a start that fails leaves no false sign of a kill.
         self.open_path = Path(path, OPEN_FILE)
         if not _create_new(self.open_path):
@@ -367,11 +389,13 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         self.keys = keys or _RequestKeys("url", "crawler", None)
         options = dict(options or {"false_positive_rate": _DEFAULT_FPR})
         options.setdefault("canonicalization", self.keys.canonicalization)
+        self.keys.check_rules(options)
         self.redis_url = redis_url
         self.prefix = prefix
         self.other_key = f"{prefix}:other"
         self.debug = debug
         self.dedup = UrlDedup(redis=redis_url, redis_prefix=prefix, **options)
+        _report_rules(self.dedup, options.get("rules"))
         self._server: Any = server
         if self.dedup.created_shared_filter:
             self._report_creation(earlier_run() if earlier_run else [])
@@ -541,6 +565,17 @@ def _uses_scrapy_redis_scheduler(settings: BaseSettings) -> bool:
     if isinstance(configured, str):
         configured = load_object(configured)
     return isinstance(configured, type) and issubclass(configured, Scheduler)
+
+
+def _report_rules(dedup: UrlDedup, rules: Any) -> None:
+    """Says at INFO how many rules rewrite URLs, and from which file (or the setting's text)."""
+    if rules is None:
+        return
+    source = "the URL_DEDUP_RULES text" if isinstance(rules, str) and "\n" in rules else rules
+    _Logging.logger.info(
+        "Rewriting URLs with %(count)d learned rules from %(source)s",
+        {"count": dedup.rule_count, "source": str(source)},
+    )
 
 
 def _hash_key(text: str | None) -> bytes | None:
