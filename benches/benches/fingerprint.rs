@@ -161,7 +161,7 @@ fn index(c: &mut Criterion) {
                 for _ in 0..BATCH {
                     next += 1;
                     // One index up to a million fingerprints, then a fresh one.
-                    if next % 1_000_000 == 0 {
+                    if next.is_multiple_of(1_000_000) {
                         index = NearIndex::with_blocks(3, blocks).expect("valid shape");
                     }
                     black_box(index.check_and_insert(SimHash(feature_hash(next))));

@@ -18,10 +18,13 @@ use url_dedup_fingerprint::Fingerprinter;
 
 const K: u32 = 3;
 
+/// Whether two pages' HTML are the same page, by one method.
+type Judge = Box<dyn Fn(&str, &str) -> bool>;
+
 /// A method: a name and a judgement of one pair.
 struct Method {
     name: &'static str,
-    same: Box<dyn Fn(&str, &str) -> bool>,
+    same: Judge,
 }
 
 /// The text of a page without its tags, scripts and styles: what one gives a text SimHash.
