@@ -721,6 +721,22 @@ fn refresh_from<B: Backend>(engine: Weak<Engine<B>>) -> Refresh {
         ] {
             counter.store(value, Ordering::Relaxed);
         }
+        let saved = r
+            .skips
+            .counts()
+            .get(&crate::skip::SkipReason::DustRule)
+            .copied()
+            .unwrap_or(0);
         c.set_skips(r.skips.counts());
+        drop(r);
+        let d = engine.dust().figures;
+        for (counter, value) in [
+            (&c.rules, d.rules),
+            (&c.saved, saved),
+            (&c.rule_checks, d.checks),
+            (&c.rules_rejected, d.rejected),
+        ] {
+            counter.store(value, Ordering::Relaxed);
+        }
     })
 }
