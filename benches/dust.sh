@@ -5,6 +5,7 @@
 #   bash benches/dust.sh                          # 5 sites of 1,500 articles, 10k-page learning, 2M URLs
 #   SEEDS="1 2" ARTICLES=300 URLS=200000 bash benches/dust.sh    # quicker
 #   ROUNDS=5 bash benches/dust.sh                 # the command's cost: 5 interleaved rounds, medians
+#   PART=crawler bash benches/dust.sh             # only the crawler's table (--learn on served sites)
 #
 # Each site (crates/rules/src/testing.rs) names its parameters and paths from its seed. The
 # crawl is every URL of the even pages, in a mixed order, as a WARC; the rules learned from it
@@ -22,9 +23,11 @@ rounds="${ROUNDS:-3}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-cargo build --profile dist -q -p url-dedup-cli -p url-dedup-benches --bin url-dedup --bin dust-site --bin gen-urls
+part="${PART:-all}"
 bin=target/dist
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$part" != crawler ]; then
+cargo build --profile dist -q -p url-dedup-cli -p url-dedup-benches --bin url-dedup --bin dust-site --bin gen-urls
 echo
 echo "| site (seed) | URLs | pages | unseen duplicate fetches | avoided with rules | avoided, canonicalization only | skipped URLs whose page was fetched | pages missed (whole site) | rules |"
 echo "|---|---|---|---|---|---|---|---|---|"
@@ -95,4 +98,40 @@ printf '| url-dedup --rules RULES URLS | %.2f |\n' "$m1"
 printf '| url-dedup --rules RULES (no URL: reading and indexing 100,000 rules) | %.2f |\n' "$ms"
 printf 'rules cost %.0f ns per URL: (with - without - reading the rules) / URLs\n' \
   "$(echo "($m1-$m0-$ms)*1000000000/$count" | bc -l)"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+
+# The crawler: fetches to reach every page of a served generated site, with and without
+# --learn (CRAWL_SEEDS sites of CRAWL_ARTICLES articles).
+crawl_seeds="${CRAWL_SEEDS:-1 2 3 4 5}"
+crawl_articles="${CRAWL_ARTICLES:-300}"
+cargo build --profile dist -q -p url-dedup-crawler --bin crawler --example dust_site
+echo
+echo "The crawler on served sites of $crawl_articles articles:"
+echo
+echo "| site (seed) | pages | run | fetches | pages reached | duplicate-content fetches | skipped by rules | skips whose page was fetched |"
+echo "|---|---|---|---|---|---|---|---|"
+for seed in $crawl_seeds; do
+  for mode in plain learn; do
+    d="$work/crawl-$seed-$mode"; mkdir -p "$d"
+    "$bin/examples/dust_site" "$seed" "$crawl_articles" "$d" > "$d/origin" &
+    pid=$!
+    while [ ! -s "$d/origin" ]; do sleep 0.1; done
+    origin=$(head -1 "$d/origin")
+    flag=(); [ "$mode" = learn ] && flag=(--learn)
+    "$bin/crawler" --quiet --ignore-robots --no-mirror --no-warc --out "$d/out" "${flag[@]}" "$origin/" > /dev/null
+    curl -s "$origin/__report" > "$d/report"
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    pages=$(wc -l < "$d/report")
+    fetches=$(awk -F'\t' '{s+=$2} END {print s}' "$d/report")
+    reached=$(awk -F'\t' '$2>0' "$d/report" | wc -l)
+    dup=$((fetches - reached))
+    awk -F'\t' -v o="$origin" '$1=="dust-rule" {sub(o, "", $3); print $3}' "$d/out/skipped.tsv" > "$d/skipped" 2>/dev/null || : > "$d/skipped"
+    skipped=$(wc -l < "$d/skipped")
+    right=$(awk -F'\t' 'FILENAME==ARGV[1] {page[$1]=$2; next} FILENAME==ARGV[2] {if ($2>0) got[$1]=1; next} (page[$0] in got) {n++} END {print n+0}' \
+      "$d/urls.tsv" "$d/report" "$d/skipped")
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s of %s |\n' "$seed" "$pages" \
+      "$( [ "$mode" = learn ] && echo '`--learn`' || echo 'plain')" "$fetches" "$reached" "$dup" "$skipped" "$right" "$skipped"
+  done
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -14,7 +14,10 @@
 //!    another template still admits it);
 //! 5. the done set says it is new (exactly one process is told so, however many race);
 //!    with `--similar`, a new URL similar to earlier ones is skipped (and remembered);
-//! 6. its host ([`crate::job::host_of`]) has not used up `--host-budget`: the backend counts
+//! 6. with rules (`--learn`, `--rules`, [`crate::dust`]), a new URL that the rules rewrite
+//!    onto another is queued only when that other URL is new to the done set too (it is added
+//!    there, so exactly one alias of a page is queued); else it is skipped, naming the rule;
+//! 7. its host ([`crate::job::host_of`]) has not used up `--host-budget`: the backend counts
 //!    and queues in one step, so processes racing for the last place cannot both take it.
 //!
 //! Budgets count the URLs queued: a URL counted against its template's budget and then not
@@ -35,6 +38,7 @@ use url::Url;
 use crate::backend::{Backend, Commit, Done};
 use crate::canonical::Canonicalizer;
 use crate::done::Verdict;
+use crate::dust::Applied;
 use crate::error::CrawlError;
 use crate::job::{Job, JobKind};
 use crate::options::CrawlConfig;
@@ -84,6 +88,8 @@ pub(crate) struct Admitted {
 pub(crate) struct Rules<'a> {
     pub(crate) canon: &'a Canonicalizer,
     pub(crate) config: &'a CrawlConfig,
+    /// The URL rules that map aliases of a page onto one URL (`--learn`, `--rules`).
+    pub(crate) dust: Option<Applied>,
 }
 
 impl Rules<'_> {
@@ -175,11 +181,11 @@ impl Rules<'_> {
                 backend.admit(urls).await?
             }
         };
-        let mut queue = Vec::new();
+        let mut new = Vec::new();
         for ((job, lineage), verdict) in vetted.into_iter().zip(verdicts) {
             match verdict {
                 Verdict::New => {
-                    queue.push((job, lineage));
+                    new.push((job, lineage));
                     continue;
                 }
                 Verdict::Duplicate => out.duplicates += 1,
@@ -191,7 +197,9 @@ impl Rules<'_> {
                 }),
             }
         }
-        // Step 6, in the backend's commit.
+        // Step 6.
+        let queue = self.by_rules(backend, new, &mut out).await?;
+        // Step 7, in the backend's commit.
         let urls: Vec<Arc<str>> = queue.iter().map(|(j, _)| j.url.clone()).collect();
         let commit = Commit {
             queue,
@@ -219,6 +227,42 @@ impl Rules<'_> {
                 .await?;
         }
         Ok(out)
+    }
+
+    /// Step 6: `new` without the URLs that the rules rewrite onto a URL the done set has
+    /// (or another URL of this batch had): the rewrite joins the done set in their stead.
+    async fn by_rules<B: Backend>(
+        &self,
+        backend: &B,
+        new: Vec<(Job, Option<Lineage>)>,
+        out: &mut Admitted,
+    ) -> Result<Vec<(Job, Option<Lineage>)>, CrawlError> {
+        let Some(dust) = self.dust.as_ref().filter(|d| !d.is_empty()) else {
+            return Ok(new);
+        };
+        let rewrites: Vec<Option<(String, String)>> =
+            new.iter().map(|(j, _)| dust.rewrite(&j.url)).collect();
+        let keys: Vec<String> = rewrites.iter().flatten().map(|(k, _)| k.clone()).collect();
+        if keys.is_empty() {
+            return Ok(new);
+        }
+        let mut verdicts = backend.admit(keys).await?.into_iter();
+        let mut queue = Vec::with_capacity(new.len());
+        for ((job, lineage), rewrite) in new.into_iter().zip(rewrites) {
+            let Some((key, why)) = rewrite else {
+                queue.push((job, lineage));
+                continue;
+            };
+            match verdicts.next() {
+                Some(Verdict::Duplicate) => out.refusals.push(Refusal {
+                    reason: SkipReason::DustRule,
+                    url: job.url.to_string(),
+                    detail: format!("{why} -> {key}"),
+                }),
+                _ => queue.push((job, lineage)),
+            }
+        }
+        Ok(queue)
     }
 
     /// Step 4: `vetted` without the URLs that continue their page's template past its budget,
@@ -286,6 +330,15 @@ impl Rules<'_> {
             .collect();
         Ok((vetted, kept))
     }
+}
+
+/// Adds `urls` to the done set, whatever it says: the URLs that newly confirmed rules map
+/// fetched pages onto, so that later aliases of those pages are skipped (step 6).
+pub(crate) async fn mark<B: Backend>(backend: &B, urls: Vec<String>) -> Result<(), CrawlError> {
+    if !urls.is_empty() {
+        backend.admit(urls).await?;
+    }
+    Ok(())
 }
 
 /// Whether a queued URL may be fetched under its host's robots.txt: `None`, or why not.
@@ -532,6 +585,7 @@ mod tests {
         let rules = Rules {
             canon: &canon,
             config: &config,
+            dust: None,
         };
         scenarios(&rules, &backend).await;
     }
@@ -563,6 +617,7 @@ mod tests {
         let rules = Rules {
             canon: &canon,
             config: &config,
+            dust: None,
         };
         scenarios(&rules, &backend).await;
     }

@@ -26,8 +26,10 @@ use crate::backend::local::LocalBackend;
 use crate::backend::shared::{SharedBackend, SharedSettings};
 use crate::backend::{Backend, BackendReport, Done, Take};
 use crate::canonical::Canonicalizer;
+use crate::dust::Dust;
 use crate::error::CrawlError;
 use crate::fetch::{Fetcher, Validators};
+use crate::files::Access;
 use crate::job::JobKind;
 use crate::kernel::Kernels;
 use crate::logger::Logger;
@@ -39,6 +41,12 @@ use crate::records::Records;
 use crate::router::Router;
 use crate::summary::{Ending, Stop, Summary};
 use crate::worker::{self, Crew, Halt};
+use std::io::Write as _;
+use std::path::Path;
+use url_dedup_fingerprint::PageFingerprint;
+
+/// How often a process of a shared crawl reads the rules the others shared.
+const RULES_READ: Duration = Duration::from_secs(1);
 
 /// How long an idle feeder waits before it asks the backend again (another process may have
 /// queued work meanwhile).
@@ -108,11 +116,94 @@ struct Engine<B> {
     interrupted: AtomicBool,
     /// The shared crawl's stop flag was raised.
     flagged: AtomicBool,
+    /// The learning stage (`--learn`) and the rules admission applies (`--rules`).
+    dust: Mutex<Dust>,
+    /// When this process last read the rules other processes shared.
+    rules_read: Mutex<Option<Instant>>,
 }
 
 impl<B: Backend> Engine<B> {
     fn records(&self) -> MutexGuard<'_, Records> {
         self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn dust(&self) -> MutexGuard<'_, Dust> {
+        self.dust.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Shows the learning stage the pages fingerprinted in a batch; gives the done set the
+    /// URLs that rules confirmed meanwhile map fetched pages onto; saves and shares the rules
+    /// when they changed. Runs before the batch's links are admitted, so they meet the newest
+    /// rules, and before its pages count as done, so a process that finds the shared crawl
+    /// complete reads every rule.
+    async fn learn(&self, pages: Vec<(Arc<str>, PageFingerprint)>) -> Result<(), CrawlError> {
+        let mut marks = Vec::new();
+        let mut near = Vec::with_capacity(pages.len());
+        for (url, fp) in &pages {
+            let found = match fp.is_empty() {
+                true => None,
+                false => self.backend.near_page(fp.simhash.0, url).await?,
+            };
+            near.push(found);
+        }
+        {
+            let mut dust = self.dust();
+            for ((url, fp), near) in pages.iter().zip(&near) {
+                if near.is_some() {
+                    dust.near_duplicate();
+                }
+                marks.extend(dust.observe(url, *fp));
+            }
+        }
+        {
+            let mut records = self.records();
+            for ((url, fp), near) in pages.iter().zip(&near) {
+                records.page(url, fp, near.as_deref())?;
+            }
+        }
+        self.sync_rules(false, &mut marks).await?;
+        crate::admission::mark(&*self.backend, marks).await
+    }
+
+    /// Reads the rules other processes shared (at most every [`RULES_READ`], or now when
+    /// `now`), publishes the hosts whose rules changed here, and saves the rules file when the
+    /// rules changed.
+    async fn sync_rules(&self, now: bool, marks: &mut Vec<String>) -> Result<(), CrawlError> {
+        let due = {
+            let mut last = self.rules_read.lock().unwrap_or_else(|p| p.into_inner());
+            let due = now || last.is_none_or(|t| t.elapsed() >= RULES_READ);
+            if due {
+                *last = Some(Instant::now());
+            }
+            due
+        };
+        let publish = self.dust().take_changed_hosts();
+        if due || !publish.is_empty() {
+            let shared = self.backend.shared_rules().await?;
+            let mut dust = self.dust();
+            for (_, text) in shared {
+                marks.extend(dust.take_shared(&text));
+            }
+        }
+        if !publish.is_empty() {
+            // Published after reading, with what was read merged in: a host's text holds
+            // every rule of it that any process confirmed and published before.
+            let publish = self.dust().texts_of(publish);
+            self.backend.share_rules(publish).await?;
+        }
+        let text = {
+            let mut dust = self.dust();
+            dust.take_dirty().then(|| dust.text())
+        };
+        if let Some(text) = text {
+            let name = self.backend.file_name("rules", "txt");
+            let out = &self.ctx.config.out;
+            crate::files::replace(out, Path::new(&name), Access::Private, |f| {
+                f.write_all(text.as_bytes())
+            })
+            .map_err(CrawlError::io("saving rules", out.join(&name)))?;
+        }
+        Ok(())
     }
 
     /// Asks every worker to start no new fetch and to finish when its fetches are done.
@@ -157,11 +248,17 @@ impl<B: Backend> Engine<B> {
         let mut offers = Vec::new();
         let mut done = Vec::new();
         let mut warnings = Vec::new();
+        let mut pages = Vec::new();
         {
             let mut records = self.records();
             for message in batch {
                 match message {
-                    Message::Fetched(f) => self.record(&mut records, *f, &mut offers, &mut done)?,
+                    Message::Fetched(f) => {
+                        if let (Some(fp), Some(_)) = (f.fingerprint, &f.exchange) {
+                            pages.push((f.job.url.clone(), fp));
+                        }
+                        self.record(&mut records, *f, &mut offers, &mut done)?
+                    }
                     Message::Offer(found) => {
                         offers.extend(found.into_iter().map(|candidate| Offer {
                             from: None,
@@ -175,9 +272,17 @@ impl<B: Backend> Engine<B> {
         for w in warnings {
             self.monitor.logger.warn(&w).await;
         }
+        if self.ctx.config.learn {
+            self.learn(pages).await?;
+        }
+        let applied = {
+            let dust = self.dust();
+            dust.active().then(|| dust.applied())
+        };
         let rules = Rules {
             canon: &self.ctx.canon,
             config: &self.ctx.config,
+            dust: applied,
         };
         let admitted = rules.admit(&*self.backend, offers, done).await?;
         let mut records = self.records();
@@ -272,7 +377,7 @@ impl<B: Backend> Engine<B> {
 async fn drive<B: Backend>(
     config: CrawlConfig,
     backend: B,
-    records: Records,
+    mut records: Records,
     logger: Logger,
     crawl_name: String,
 ) -> Result<Report, CrawlError> {
@@ -292,6 +397,7 @@ async fn drive<B: Backend>(
         crate::budget::ParseBudget::new(config.fetch.max_body),
     );
     let workers = config.workers;
+    let dust = open_dust(&config, &*backend, &mut records).await?;
     let budget = Arc::new(FetchBudget::new(config.max_pages, backend.pages_before()));
     let canon = Canonicalizer::keeping_userinfo(config.keep_userinfo);
     let ctx = Arc::new(Context {
@@ -323,6 +429,8 @@ async fn drive<B: Backend>(
         finished: AtomicBool::new(false),
         interrupted: AtomicBool::new(false),
         flagged: AtomicBool::new(false),
+        dust: Mutex::new(dust),
+        rules_read: Mutex::new(None),
     });
     let _ = monitor.refresh.set(refresh_from(Arc::downgrade(&engine)));
     if let Some(addr) = ctx.config.status {
@@ -385,6 +493,13 @@ async fn drive<B: Backend>(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .take();
+    if fatal.is_none() && engine.ctx.config.learn {
+        // The last rules other processes shared, in this process's rules file too.
+        let mut marks = Vec::new();
+        if let Err(e) = engine.sync_rules(true, &mut marks).await {
+            monitor.logger.warn(&format!("rules: {e}")).await;
+        }
+    }
     let finished = engine.backend.finish(fatal.as_ref()).await;
     engine.records().flush();
     if let Some(e) = fatal {
@@ -407,6 +522,44 @@ async fn drive<B: Backend>(
         summary: Box::new(summary),
         extra,
     })
+}
+
+/// The learning stage of a run: the rules file an earlier run saved in `--out` (kept as it
+/// was), `--rules FILE` (trusted), and the pages an earlier run fingerprinted (its page log)
+/// as evidence. With `--learn`, also turns on the page log and revisit records.
+async fn open_dust<B: Backend>(
+    config: &CrawlConfig,
+    backend: &B,
+    records: &mut Records,
+) -> Result<Dust, CrawlError> {
+    let out = &config.out;
+    let rules_name = backend.file_name("rules", "txt");
+    let saved = match config.learn {
+        true => match crate::files::read_private(out, Path::new(&rules_name)) {
+            Ok(Some(text)) => Some(url_dedup_rules::RuleSet::parse(&text).map_err(|e| {
+                CrawlError::DamagedState(format!("{}: {e}", out.join(&rules_name).display()))
+            })?),
+            Ok(None) => None,
+            Err(e) => return Err(CrawlError::io("reading rules", out.join(&rules_name))(e)),
+        },
+        false => None,
+    };
+    let mut dust = Dust::new(config.learn, saved, config.rules.as_ref());
+    if config.learn {
+        let pages = backend.file_name("pages", "tsv");
+        if let Some(text) = crate::files::read_private(out, Path::new(&pages))
+            .map_err(CrawlError::io("reading page log", out.join(&pages)))?
+        {
+            for (url, fp) in text.lines().filter_map(crate::dust::parse_page_line) {
+                if !fp.is_empty() {
+                    backend.near_page(fp.simhash.0, url).await?;
+                }
+                dust.remember(url, fp);
+            }
+        }
+        records.learn(&pages)?;
+    }
+    Ok(dust)
 }
 
 /// Runs one of the engine's own tasks; a panic in it (a bug) stops the crawl with an error
@@ -568,6 +721,22 @@ fn refresh_from<B: Backend>(engine: Weak<Engine<B>>) -> Refresh {
         ] {
             counter.store(value, Ordering::Relaxed);
         }
+        let saved = r
+            .skips
+            .counts()
+            .get(&crate::skip::SkipReason::DustRule)
+            .copied()
+            .unwrap_or(0);
         c.set_skips(r.skips.counts());
+        drop(r);
+        let d = engine.dust().figures;
+        for (counter, value) in [
+            (&c.rules, d.rules),
+            (&c.saved, saved),
+            (&c.rule_checks, d.checks),
+            (&c.rules_rejected, d.rejected),
+        ] {
+            counter.store(value, Ordering::Relaxed);
+        }
     })
 }

@@ -62,6 +62,25 @@ pub(crate) fn open(out: &Path, rel: &Path, how: Open, access: Access) -> io::Res
     options.open(&path).map_err(|e| link_error(e, &path))
 }
 
+/// The text of `rel` below `out`, read without following a link (`None` when it does not
+/// exist).
+pub(crate) fn read_private(out: &Path, rel: &Path) -> io::Result<Option<String>> {
+    let path = beneath(out, rel)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path);
+    match file {
+        Ok(mut f) => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut f, &mut text)?;
+            Ok(Some(text))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(link_error(e, &path)),
+    }
+}
+
 /// Writes `rel` below `out` whole: `write` fills a temporary file beside it (random name,
 /// `O_EXCL`), which is synced and renamed over `rel`, and the directory is synced, so a crash
 /// leaves the old file or the new one, never a mix.

@@ -68,6 +68,7 @@ mod content_coding;
 mod css;
 mod demo;
 mod done;
+mod dust;
 mod engine;
 mod error;
 mod fetch;

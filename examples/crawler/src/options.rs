@@ -173,6 +173,17 @@ pub(crate) struct Options {
     #[arg(long)]
     pub(crate) similar: bool,
 
+    /// Learn, host by host, which URLs serve the same page (session tokens, print views, sort
+    /// orders, `index.html`), check each rule by fetching a few URLs it predicts, then skip the
+    /// URLs the rules map onto a page already fetched. Rules are kept in `--out`.
+    #[arg(long)]
+    pub(crate) learn: bool,
+
+    /// Apply the rules of FILE (the text `url-dedup learn` writes) to every link: a URL they
+    /// map onto a page already fetched or queued is skipped. With --learn, learning adds to them.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) rules: Option<PathBuf>,
+
     /// Do not write the WARC file.
     #[arg(long)]
     pub(crate) no_warc: bool,
@@ -331,6 +342,10 @@ pub(crate) struct CrawlConfig {
     pub(crate) status: Option<std::net::SocketAddr>,
     /// Most pages per second this process starts (0: no limit).
     pub(crate) rate: f64,
+    /// Learn rules while crawling (`--learn`).
+    pub(crate) learn: bool,
+    /// Rules given with `--rules`, all trusted.
+    pub(crate) rules: Option<url_dedup_rules::RuleSet>,
 }
 
 /// `500ms`, `90s`, `15m`, `6h`, `1d`: a whole number and a unit.
@@ -442,6 +457,16 @@ impl Options {
             .to_owned();
         let patterns = crate::scope::Patterns::new(&self.accept_regex, &self.reject_regex)
             .map_err(CrawlError::Usage)?;
+        let rules = match &self.rules {
+            Some(file) => {
+                let text = std::fs::read_to_string(file)
+                    .map_err(CrawlError::io("reading rules from", file))?;
+                let set = url_dedup_rules::RuleSet::parse(&text)
+                    .map_err(|e| CrawlError::Usage(format!("--rules {}: {e}", file.display())))?;
+                Some(crate::dust::trusted(set))
+            }
+            None => None,
+        };
         if self.retry_wait_ms == 0 && self.retries > 0 {
             return Err(CrawlError::Usage(
                 "--retry-wait-ms must be at least 1 when --retries is not 0".into(),
@@ -500,6 +525,8 @@ impl Options {
             progress: !self.quiet,
             status: self.status,
             rate: self.rate,
+            learn: self.learn,
+            rules,
         })
     }
 }

@@ -56,6 +56,8 @@ pub(crate) struct Fetched {
     pub(crate) fatal: Option<CrawlError>,
     /// Times the fetch was tried again after a passing failure.
     pub(crate) retries: u32,
+    /// The page's fingerprints, for an HTML page of a crawl that learns (`--learn`).
+    pub(crate) fingerprint: Option<url_dedup_fingerprint::PageFingerprint>,
 }
 
 impl Fetched {
@@ -71,6 +73,7 @@ impl Fetched {
             mirrored: false,
             fatal: None,
             retries: 0,
+            fingerprint: None,
         }
     }
 }
@@ -137,6 +140,7 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
         mirrored: false,
         fatal: None,
         retries,
+        fingerprint: None,
     };
     if exchange.status.is_client_error() || exchange.status.is_server_error() {
         // A broken link: the response goes to the WARC, the URL to the skip report.
@@ -223,11 +227,22 @@ pub(crate) async fn process<S: Send>(ctx: &Context, job: Job, host_slot: S) -> F
                     }
                 }
                 out.body = Some((xxhash_rust::xxh3::xxh3_64(&body), decoded));
+                if config.learn && kind == JobKind::Page && is_html(&exchange) {
+                    out.fingerprint =
+                        Some(url_dedup_fingerprint::Fingerprinter::new().fingerprint(&body));
+                }
             }
         }
     }
     out.exchange = Some(exchange);
     out
+}
+
+/// Whether a response is an HTML page (by its declared type): what `--learn` fingerprints.
+fn is_html(exchange: &Exchange) -> bool {
+    let ct = exchange.header(header::CONTENT_TYPE).unwrap_or("");
+    let ct = ct.split(';').next().unwrap_or("").trim();
+    ct.eq_ignore_ascii_case("text/html") || ct.eq_ignore_ascii_case("application/xhtml+xml")
 }
 
 /// Tests of debug builds make a fetch task fail with a bug: a job whose URL contains the
@@ -350,6 +365,7 @@ fn local_path(
     let rules = Rules {
         canon: &ctx.canon,
         config: &ctx.config,
+        dust: None,
     };
     let canonical = rules.vet(target, depth, kind, false).ok()?;
     let mut rel = mirror::relative(from, &canonical);
@@ -368,6 +384,7 @@ fn redirect_stub(ctx: &Context, url: &Url, depth: u32, target: &Url) -> String {
     let rules = Rules {
         canon: &ctx.canon,
         config: &ctx.config,
+        dust: None,
     };
     let to = match rules.vet(target, depth, JobKind::Page, false) {
         Ok(canonical) => mirror::relative(url, &canonical),

@@ -2,13 +2,15 @@
 //! the WARC file, the skip report (`skipped.tsv`), the counters of the run and the hashes of
 //! the bodies seen.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::CrawlError;
 use crate::fetch::Exchange;
 use crate::skip::{SkipLog, SkipReason};
-use crate::warc::WarcWriter;
+use crate::warc::{Original, WarcWriter};
 
 /// Counters of this run.
 #[derive(Debug, Default)]
@@ -40,6 +42,8 @@ pub(crate) struct Stats {
     pub(crate) mirror_files: u64,
     /// Fetches tried again after a passing failure (`--retries`).
     pub(crate) retries: u64,
+    /// Responses written as revisits of an identical payload (`--learn`).
+    pub(crate) revisits: u64,
 }
 
 /// The records of one process.
@@ -53,6 +57,11 @@ pub(crate) struct Records {
     body_hashes: url_dedup::UrlDedup,
     pub(crate) skips: SkipLog,
     pub(crate) stats: Stats,
+    /// With `--learn`: the first response record of each payload digest, so that a later
+    /// identical payload is written as a revisit of it.
+    payloads: Option<HashMap<String, Original>>,
+    /// With `--learn`: the log of the pages fingerprinted.
+    pages: Option<(PathBuf, BufWriter<File>)>,
 }
 
 impl Records {
@@ -87,6 +96,8 @@ impl Records {
             body_hashes,
             skips,
             stats: Stats::default(),
+            payloads: None,
+            pages: None,
         })
     }
 
@@ -125,12 +136,68 @@ impl Records {
         self.stats.fetched += 1;
         self.stats.wire_bytes += x.body.len() as u64;
         *self.stats.by_status.entry(x.status.as_u16()).or_default() += 1;
-        match &mut self.warc {
-            Some(w) => w
-                .write_exchange(url, None, x)
-                .map_err(CrawlError::io("writing WARC", &self.warc_path)),
-            None => Ok(0),
+        let Some(w) = &mut self.warc else {
+            return Ok(0);
+        };
+        let key = match &self.payloads {
+            Some(_) if x.status.is_success() && !x.truncated && !x.body.is_empty() => {
+                Some(crate::warc::digest(&[&x.body]))
+            }
+            _ => None,
+        };
+        let same = match (&self.payloads, &key) {
+            (Some(p), Some(k)) => p.get(k),
+            _ => None,
+        };
+        let revisit = same.is_some();
+        let len = w
+            .write_exchange(url, None, x, same)
+            .map_err(CrawlError::io("writing WARC", &self.warc_path))?;
+        if revisit {
+            self.stats.revisits += 1;
+        } else if let (Some(p), Some(k), Some(last)) = (&mut self.payloads, key, w.last()) {
+            p.insert(k, last.clone());
         }
+        Ok(len)
+    }
+
+    /// Writes identical payloads as revisit records, and logs the pages fingerprinted to
+    /// `pages` in the output directory (appended to): what `--learn` adds.
+    pub(crate) fn learn(&mut self, pages: &str) -> Result<(), CrawlError> {
+        self.payloads = Some(HashMap::new());
+        let path = self.dir.join(pages);
+        let file = crate::files::open(
+            &self.dir,
+            Path::new(pages),
+            crate::files::Open::Append,
+            crate::files::Access::Private,
+        )
+        .map_err(CrawlError::io("opening page log", &path))?;
+        self.pages = Some((path, BufWriter::new(file)));
+        Ok(())
+    }
+
+    /// Logs a page fingerprinted: its URL, fingerprints, and the URL of a near duplicate.
+    pub(crate) fn page(
+        &mut self,
+        url: &str,
+        fp: &url_dedup_fingerprint::PageFingerprint,
+        near: Option<&str>,
+    ) -> Result<(), CrawlError> {
+        let Some((path, out)) = &mut self.pages else {
+            return Ok(());
+        };
+        let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}",
+            clean(url),
+            fp.exact,
+            fp.simhash,
+            fp.words,
+            clean(near.unwrap_or(""))
+        )
+        .map_err(CrawlError::io("writing page log", path.as_path()))
     }
 
     /// Counts a page whose decoded body (by its XXH3 `hash`) equals an earlier page's: the same
@@ -146,12 +213,18 @@ impl Records {
     /// Pushes the skip report's buffer to the OS (the WARC is flushed at every record).
     pub(crate) fn flush_skips(&mut self) {
         let _ = self.skips.flush();
+        if let Some((_, out)) = &mut self.pages {
+            let _ = out.flush();
+        }
     }
 
     /// Pushes everything to the OS, for a process about to exit without a checkpoint. Best
     /// effort: the next run recovers from any torn tail.
     pub(crate) fn flush(&mut self) {
         let _ = self.skips.flush();
+        if let Some((_, out)) = &mut self.pages {
+            let _ = out.flush();
+        }
         if let Some(w) = &mut self.warc {
             let _ = w.flush();
         }

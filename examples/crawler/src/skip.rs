@@ -53,6 +53,9 @@ pub(crate) enum SkipReason {
     BadUrl,
     /// New to the done set but similar to earlier URLs by document 004's features (`--similar`).
     Similar,
+    /// A learned or given rule (`--learn`, `--rules`) rewrites the URL onto a page already
+    /// fetched or queued; the detail names the rule and the URL it maps onto.
+    DustRule,
     /// A fetched page or sitemap whose parse reached its memory bound: links after that point
     /// (or beyond the links' share) were not followed. The detail says which.
     ParseLimit,
@@ -102,6 +105,7 @@ impl SkipReason {
             | Self::BadRedirect
             | Self::BadUrl
             | Self::Similar
+            | Self::DustRule
             | Self::Pattern
             | Self::ParseLimit => SkipClass::Other,
         }
@@ -129,6 +133,7 @@ impl SkipReason {
             Self::BadRedirect => "bad-redirect",
             Self::BadUrl => "bad-url",
             Self::Similar => "similar",
+            Self::DustRule => "dust-rule",
             Self::ParseLimit => "parse-limit",
             Self::InternalError => "internal-error",
             Self::Pattern => "pattern",

@@ -180,6 +180,9 @@ fn why(reason: SkipReason, config: &CrawlConfig) -> String {
         SkipReason::BadRedirect => "a redirect without an http(s) Location".to_owned(),
         SkipReason::BadUrl => "no canonical form".to_owned(),
         SkipReason::Similar => "similar to earlier URLs (--similar)".to_owned(),
+        SkipReason::DustRule => {
+            "a rule (--learn, --rules) maps them onto a page already fetched or queued".to_owned()
+        }
         SkipReason::ParseLimit => format!(
             "pages whose parse reached its memory bound (--max-body, {} bytes): later links not followed",
             config.fetch.max_body

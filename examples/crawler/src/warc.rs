@@ -1,6 +1,8 @@
 //! WARC/1.1 output: a `warcinfo` record, then a `request` and a `response` record per fetch, or
-//! a `request` and a `revisit` record (profile `server-not-modified`) for a 304 answer to a
-//! conditional revisit (`--every`).
+//! a `request` and a `revisit` record: profile `server-not-modified` for a 304 answer to a
+//! conditional revisit (`--every`), profile `identical-payload-digest` for a body that an
+//! earlier response of the file had already (`--learn`; the record keeps the headers only and
+//! names the earlier one).
 //!
 //! Every record carries `WARC-Block-Digest`, and every response `WARC-Payload-Digest` (the
 //! body as received, content coding included), both `sha1:` and the SHA-1 in base32, as
@@ -17,12 +19,21 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::fetch::Exchange;
 
+/// A response record written, for the revisit records of later identical payloads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Original {
+    pub(crate) uri: String,
+    pub(crate) date: String,
+    pub(crate) id: String,
+}
+
 /// Appends records to a WARC file.
 #[derive(Debug)]
 pub(crate) struct WarcWriter {
     out: BufWriter<File>,
     offset: u64,
     records: u64,
+    last: Option<Original>,
 }
 
 impl WarcWriter {
@@ -43,6 +54,7 @@ impl WarcWriter {
             out: BufWriter::with_capacity(256 * 1024, file),
             offset,
             records: 0,
+            last: None,
         };
         if offset == 0 {
             let info = format!("software: {software}\r\nformat: WARC File Format 1.1\r\n");
@@ -59,12 +71,14 @@ impl WarcWriter {
     }
 
     /// Appends the request and response records of one exchange and flushes them; returns the
-    /// file length after them.
+    /// file length after them. `same` is the response record of an earlier identical payload:
+    /// the response is then written as a revisit of it.
     pub(crate) fn write_exchange(
         &mut self,
         url: &str,
         ip: Option<&str>,
         x: &Exchange,
+        same: Option<&Original>,
     ) -> io::Result<u64> {
         let response_id = record_id()?;
         let date = iso8601(x.date);
@@ -99,6 +113,24 @@ impl WarcWriter {
                 &[&head, &x.body],
                 &extra,
             )?;
+        } else if let Some(original) = same {
+            // WARC 1.1, section 6.7.2: the payload is left out, the headers kept.
+            extra.push((
+                "WARC-Profile",
+                "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest".to_owned(),
+            ));
+            extra.push(("WARC-Refers-To", original.id.clone()));
+            extra.push(("WARC-Refers-To-Target-URI", original.uri.clone()));
+            extra.push(("WARC-Refers-To-Date", original.date.clone()));
+            extra.push(("WARC-Payload-Digest", digest(&[&x.body])));
+            extra.push(("WARC-Truncated", "length".to_owned()));
+            self.record_with_id(
+                &response_id,
+                "revisit",
+                "application/http;msgtype=response",
+                &[&head],
+                &extra,
+            )?;
         } else {
             if x.truncated {
                 extra.push(("WARC-Truncated", "length".to_owned()));
@@ -113,7 +145,17 @@ impl WarcWriter {
             )?;
         }
         self.flush()?;
+        self.last = Some(Original {
+            uri: url.to_owned(),
+            date,
+            id: response_id,
+        });
         Ok(self.offset)
+    }
+
+    /// The response record last written.
+    pub(crate) fn last(&self) -> Option<&Original> {
+        self.last.as_ref()
     }
 
     /// Bytes written so far (whole records only).

@@ -27,6 +27,8 @@ fn crawl_file(name: &str) -> bool {
     name == "checkpoint"
         || name == WARC
         || name == "skipped.tsv"
+        || name == crate::dust::RULES_FILE
+        || name == crate::dust::PAGES_FILE
         || (name.starts_with("journal-") && name.ends_with(".log"))
         || (name.starts_with("queue-") && name.ends_with(".txt"))
 }
@@ -104,6 +106,8 @@ pub(crate) struct LocalBackend {
     window: usize,
     checkpoint_every: Duration,
     process: String,
+    /// SimHashes of the pages fetched (`--learn`).
+    near: Mutex<crate::dust::NearPages>,
 }
 
 impl LocalBackend {
@@ -163,6 +167,7 @@ impl LocalBackend {
             window: (config.workers * config.per_host * 64).max(MIN_WINDOW),
             checkpoint_every: config.checkpoint_every,
             process: format!("crawler-{}", std::process::id()),
+            near: Mutex::new(crate::dust::NearPages::new()),
         };
         Ok((backend, records))
     }
@@ -240,6 +245,11 @@ impl Backend for LocalBackend {
     async fn housekeep(&self) -> Result<bool, CrawlError> {
         self.state().checkpoint()?;
         Ok(false)
+    }
+
+    async fn near_page(&self, simhash: u64, url: &str) -> Result<Option<String>, CrawlError> {
+        let mut near = self.near.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(near.check_and_insert(simhash, url))
     }
 
     async fn share_host_delay(&self, _host: String, _delay: Duration) -> Result<(), CrawlError> {

@@ -160,6 +160,39 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Figures for the summary and the status page.
     fn report(&self) -> impl Future<Output = BackendReport> + Send;
 
+    /// The name of this process's own file `stem.ext` in the output directory (the processes
+    /// of a shared crawl may share one).
+    fn file_name(&self, stem: &str, ext: &str) -> String {
+        format!("{stem}.{ext}")
+    }
+
+    /// Records the SimHash `simhash` of the page fetched at `url`; returns the URL of a page
+    /// fetched before whose SimHash is within [`crate::dust::NEAR_BITS`] bits, if any (over
+    /// every process of a shared crawl).
+    fn near_page(
+        &self,
+        simhash: u64,
+        url: &str,
+    ) -> impl Future<Output = Result<Option<String>, CrawlError>> + Send;
+
+    /// The confirmed rules other processes of a shared crawl published: each host with the
+    /// text of its rules. A single-process crawl has none.
+    fn shared_rules(
+        &self,
+    ) -> impl Future<Output = Result<Vec<(String, String)>, CrawlError>> + Send {
+        async { Ok(Vec::new()) }
+    }
+
+    /// Publishes this process's confirmed rules of some hosts (each host with the text of its
+    /// rules) for the other processes of a shared crawl.
+    fn share_rules(
+        &self,
+        rules: Vec<(String, String)>,
+    ) -> impl Future<Output = Result<(), CrawlError>> + Send {
+        let _ = rules;
+        async { Ok(()) }
+    }
+
     /// Publishes this process's row of the status page for the crawl's other processes and,
     /// when `look`, returns what the status page shows of the whole crawl. Best effort: a
     /// failure leaves the page with this process's figures only, never stops the crawl.

@@ -44,6 +44,14 @@ pub(crate) struct Counters {
     pub(crate) queued: AtomicU64,
     /// Links the shared filter had already seen.
     pub(crate) duplicates: AtomicU64,
+    /// URL rules applied (`--learn`, `--rules`).
+    pub(crate) rules: AtomicU64,
+    /// Links skipped because a rule maps them onto a page already fetched or queued.
+    pub(crate) saved: AtomicU64,
+    /// Fetches that checked a candidate rule.
+    pub(crate) rule_checks: AtomicU64,
+    /// Candidate rules removed by a wrong prediction.
+    pub(crate) rules_rejected: AtomicU64,
     /// Links left out for `nofollow`.
     pub(crate) nofollow: AtomicU64,
     /// Links that are no http(s) URL (`mailto:`, `javascript:`, unparsable).
@@ -180,6 +188,10 @@ pub(crate) struct Status {
     pub(crate) not_modified: u64,
     pub(crate) queued: u64,
     pub(crate) duplicates: u64,
+    pub(crate) rules: u64,
+    pub(crate) saved: u64,
+    pub(crate) rule_checks: u64,
+    pub(crate) rules_rejected: u64,
     pub(crate) nofollow: u64,
     pub(crate) not_web: u64,
     pub(crate) traps: u64,
@@ -362,6 +374,10 @@ impl Monitor {
             not_modified: load(&c.not_modified),
             queued: row.queued,
             duplicates: load(&c.duplicates),
+            rules: load(&c.rules),
+            saved: load(&c.saved),
+            rule_checks: load(&c.rule_checks),
+            rules_rejected: load(&c.rules_rejected),
             nofollow: load(&c.nofollow),
             not_web: load(&c.not_web),
             traps: load(&c.traps),

@@ -218,6 +218,17 @@ fn cards(s: &Status) -> String {
             false,
         ),
         (
+            "rules",
+            thousands(s.rules),
+            format!(
+                "{} fetches saved, {} checks, {} rejected",
+                thousands(s.saved),
+                thousands(s.rule_checks),
+                thousands(s.rules_rejected)
+            ),
+            false,
+        ),
+        (
             "rate limit",
             if s.rate_limit > 0.0 {
                 per_sec(s.rate_limit)
@@ -491,6 +502,15 @@ fn meanings(s: &Status) -> String {
     item(
         "duplicates avoided",
         "Links whose canonical URL the crawl had already seen, so they were not fetched again."
+            .into(),
+    );
+    item(
+        "rules",
+        "URL rules applied: learned from pages that are the same under several URLs and \
+         confirmed by fetching a few URLs they predict (<code>--learn</code>), or read from \
+         <code>--rules</code>. Fetches saved are links skipped because a rule maps them onto \
+         a page already fetched; checks are the fetches that tested a rule; a rule that \
+         predicted wrong is rejected."
             .into(),
     );
     item(

@@ -86,6 +86,10 @@ struct Keys {
     known: String,
     period: String,
     templates: String,
+    /// Confirmed rules of `--learn`: host to the text of its rules.
+    rules: String,
+    /// The URL of each page in the near-duplicate index: SimHash (hex) to URL.
+    near_urls: String,
 }
 
 /// This process's part of a shared crawl.
@@ -136,6 +140,8 @@ pub(crate) struct SharedBackend {
     /// The incremental crawl's period and when it began.
     period: tokio::sync::Mutex<periods::Period>,
     logger: Logger,
+    /// The crawl's near-duplicate index of page SimHashes (`--learn`).
+    near: Option<url_dedup_fingerprint::RedisNearIndex>,
 }
 
 impl std::fmt::Debug for SharedBackend {
@@ -226,7 +232,7 @@ impl SharedBackend {
             key,
             members,
             main: Membership::with_ttl(link.clone(), ns.clone(), settings.lease),
-            lease: LeaderLease::with_ttl(link, ns.clone(), settings.lease),
+            lease: LeaderLease::with_ttl(link.clone(), ns.clone(), settings.lease),
             leader: tokio::sync::Mutex::new(Leadership::default()),
             lease_ttl: settings.lease,
             table,
@@ -237,6 +243,21 @@ impl SharedBackend {
                 known: ns.key("known"),
                 period: ns.key("period"),
                 templates: ns.key("templates"),
+                rules: ns.key("rules"),
+                near_urls: ns.key("near-urls"),
+            },
+            near: match config.learn {
+                true => Some(
+                    url_dedup_fingerprint::RedisNearIndex::open(
+                        link.clone(),
+                        &format!("{}:near", settings.name),
+                        crate::dust::NEAR_BITS,
+                        4,
+                    )
+                    .await
+                    .map_err(|e| CrawlError::Options(format!("near-duplicate index: {e}")))?,
+                ),
+                false => None,
             },
             every: settings.every,
             seeds: config.seeds.iter().map(|u| u.to_string()).collect(),
@@ -660,6 +681,63 @@ impl Backend for SharedBackend {
 
     async fn housekeep(&self) -> Result<bool, CrawlError> {
         coordination::beat(self).await
+    }
+
+    fn file_name(&self, stem: &str, ext: &str) -> String {
+        format!("{stem}-{}.{ext}", self.me)
+    }
+
+    async fn near_page(&self, simhash: u64, url: &str) -> Result<Option<String>, CrawlError> {
+        let Some(index) = &self.near else {
+            return Ok(None);
+        };
+        self.called(1);
+        let found = index
+            .check_and_insert(url_dedup_fingerprint::SimHash(simhash))
+            .await
+            .map_err(|e| CrawlError::Options(format!("near-duplicate index: {e}")))?;
+        let mut pipe = redis::pipe();
+        match found {
+            None => {
+                pipe.cmd("HSETNX")
+                    .arg(&self.keys.near_urls)
+                    .arg(format!("{simhash:016x}"))
+                    .arg(url)
+                    .ignore();
+                let () = self.pipeline("name a page", &pipe).await?;
+                Ok(None)
+            }
+            Some(near) => {
+                pipe.cmd("HGET")
+                    .arg(&self.keys.near_urls)
+                    .arg(format!("{:016x}", near.0));
+                let (name,): (Option<String>,) = self.pipeline("find a page", &pipe).await?;
+                Ok(Some(name.unwrap_or_else(|| format!("simhash {near}"))))
+            }
+        }
+    }
+
+    async fn shared_rules(&self) -> Result<Vec<(String, String)>, CrawlError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGETALL").arg(&self.keys.rules);
+        let (all,): (Vec<(String, String)>,) = self.pipeline("read rules", &pipe).await?;
+        Ok(all)
+    }
+
+    async fn share_rules(&self, rules: Vec<(String, String)>) -> Result<(), CrawlError> {
+        if rules.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for (host, text) in &rules {
+            pipe.cmd("HSET")
+                .arg(&self.keys.rules)
+                .arg(host)
+                .arg(text)
+                .ignore();
+        }
+        let () = self.pipeline("share rules", &pipe).await?;
+        Ok(())
     }
 
     async fn share_host_delay(&self, host: String, delay: Duration) -> Result<(), CrawlError> {
