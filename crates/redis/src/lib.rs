@@ -165,9 +165,9 @@ pub use membership::Membership;
 pub use namespace::{Namespace, WorkerId};
 pub use retry::Backoff;
 pub use segment_store::{
-    Acknowledge, KnownBitsStats, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, StoreOptions, Uncertain,
-    WriteMode,
+    Acknowledge, KnownBitsStats, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, SHARED_SIZE_FOR_SPEED,
+    StoreOptions, Uncertain, WriteMode,
 };
 pub use shared_config::{ConfigSnapshot, SharedConfig};
-pub use shared_filter::SharedFilter;
+pub use shared_filter::{DEFAULT_SHARED_FPR, SharedFilter};
 pub use task::{ClaimedTask, MAX_HOST_LEN, NewTask};
