@@ -143,4 +143,11 @@ fn a_fresh_shared_filter_has_the_default_configuration() {
     assert_eq!(meta["hashes"], "3");
     assert_eq!(meta["growth_target"].parse::<f64>().unwrap(), 1e-5);
     assert_eq!(meta["version"], "3");
+
+    // Other rates take the fewest hashes within 8 times the optimal size.
+    for (prefix, fpr, k) in [("r2", 0.01, 2), ("r6", 1e-6, 4), ("r9", 1e-9, 5)] {
+        let other: Filter =
+            SharedFilter::open(&server.url(), StoreOptions::new(prefix), N, fpr).unwrap();
+        assert_eq!(other.hashes().unwrap(), k, "at {fpr}");
+    }
 }
