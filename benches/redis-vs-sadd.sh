@@ -92,6 +92,14 @@ for ((round = 0; round < rounds; round++)); do
     out=$(run ${commands[$i]})
     end=$(date +%s.%N); cpu1=$(cpu); mem1=$(memory)
     echo "$round $(echo "$end - $start" | bc -l) $(echo "$cpu1 - $cpu0" | bc -l) $((mem1 - mem0)) $out" >> "$work/runs.$i"
+    # What the run's filter was: its rate, bits per URL, first layer, and layers per data key.
+    if [[ "${commands[$i]}" == dedup* ]]; then
+      meta=$(redis-cli -p "$port" --no-raw hmget url-dedup:meta growth_target hashes growth_first segments_per_key \
+        | awk '{print $NF}' | tr -d '"' | paste -sd' ')
+      layers=$(redis-cli -p "$port" --scan --pattern 'url-dedup:[0-9]*' | while read -r key; do
+        redis-cli -p "$port" bitfield_ro "$key" get i64 128; done | sort | uniq -c | awk '{printf "%s keys of %s layer(s) ", $1, $2}')
+      echo "$meta | $layers" > "$work/meta.$i"
+    fi
   done
 done
 
@@ -110,5 +118,9 @@ for i in "${!names[@]}"; do
     | awk '$3 > 0 {print $2 / $3}' | median)
   printf '| %s | %.2f | %.2f | %.2f | %.1f | %s | %.2fx |\n' "${names[$i]}" "$wall" "$cpu_s" \
     "$(echo "$cpu_s * 1000000 / $lines" | bc -l)" "$(echo "$bytes / $distinct" | bc -l)" "$out" "$ratio"
+done
+printf '\nThe filter of each url-dedup method, last round (rate, bits per URL, first layer, segments per key | layers):\n'
+for i in "${!names[@]}"; do
+  if [[ -f "$work/meta.$i" ]]; then printf '  %s: %s\n' "${names[$i]}" "$(cat "$work/meta.$i")"; fi
 done
 printf '\nload after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

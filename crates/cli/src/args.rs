@@ -57,15 +57,17 @@ pub(crate) struct Args {
     pub(crate) files: Vec<PathBuf>,
 
     /// Distinct URLs the filter's first layer holds [default: a quarter of the lines estimated
-    /// from the input size, between 65,536 and 4,000,000; 1,000,000 for a pipe]. Only a
-    /// starting point: the filter grows past it without losing its rate.
+    /// from the input size, between 65,536 and 4,000,000; 1,000,000 for a pipe; with --redis,
+    /// all the lines, between 1,000,000 and 4,000,000]. Only a starting point: the filter
+    /// grows past it without losing its rate. The first process of a shared filter sizes it.
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) expected: Option<u64>,
 
     /// Largest chance that a new URL is wrongly dropped as seen, at any moment of the run,
-    /// however many URLs arrive.
-    #[arg(short = 'p', long, value_name = "RATE", default_value_t = 1e-9, value_parser = rate)]
-    pub(crate) fpr: f64,
+    /// however many URLs arrive [default: 1e-9; 1e-5 with --redis, where each bit of a URL
+    /// costs Redis CPU: a lower rate costs Redis more CPU and memory per URL].
+    #[arg(short = 'p', long, value_name = "RATE", value_parser = rate)]
+    pub(crate) fpr: Option<f64>,
 
     /// No false positives in practice: keep a keyed 128-bit fingerprint per distinct URL
     /// (19-39 bytes per URL) instead of the filter (9 to 11 bytes per URL at the default rate,
@@ -267,6 +269,21 @@ pub(crate) struct Args {
     /// Never show a progress bar.
     #[arg(short, long)]
     pub(crate) quiet: bool,
+}
+
+/// The rate of the in-memory filter when `--fpr` is not given.
+const DEFAULT_FPR: f64 = 1e-9;
+
+impl Args {
+    /// The filter's target rate: `--fpr`, else the default of the filter in use (the shared
+    /// filter's with `--redis`).
+    pub(crate) fn fpr(&self) -> f64 {
+        self.fpr.unwrap_or(if self.redis.is_some() {
+            url_dedup::redis::DEFAULT_SHARED_FPR
+        } else {
+            DEFAULT_FPR
+        })
+    }
 }
 
 /// Tasks other than deduplicating.

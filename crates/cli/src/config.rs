@@ -78,10 +78,17 @@ fn switches(args: &Args) -> Vec<&'static str> {
 /// or two (and a cache miss each for a new URL), too large costs memory for nothing (a filter
 /// sized for all the lines of a list that repeats itself ten times is ten times too big); the
 /// filter grows either way without losing its rate, to at most about twice what it holds.
-pub(crate) fn first_layer(lines: Option<u64>) -> u64 {
-    lines.map_or(FIRST_LAYER_PIPE, |n| {
-        (n / 4).clamp(FIRST_LAYER_MIN, FIRST_LAYER_MAX)
-    })
+///
+/// A `shared` filter (`--redis`) holds every line, and at least as many as a pipe's: other
+/// processes add their own URLs, and a key that grows costs Redis about twice the CPU per URL
+/// (its URLs go through a script), while a URL it is sized for costs about 20 bytes of Redis
+/// memory at the shared default rate.
+pub(crate) fn first_layer(lines: Option<u64>, shared: bool) -> u64 {
+    match (lines, shared) {
+        (None, _) => FIRST_LAYER_PIPE,
+        (Some(n), false) => (n / 4).clamp(FIRST_LAYER_MIN, FIRST_LAYER_MAX),
+        (Some(n), true) => n.clamp(FIRST_LAYER_PIPE, FIRST_LAYER_MAX),
+    }
 }
 
 /// The bounds of the first layer `-n` defaults to (`--help` states them).
@@ -92,10 +99,12 @@ const FIRST_LAYER_PIPE: u64 = 1_000_000;
 
 /// The deduplicator the options describe, for an input of about `lines` lines.
 pub(crate) fn builder(args: &Args, lines: Option<u64>) -> url_dedup::Builder {
-    let expected = args.expected.unwrap_or_else(|| first_layer(lines));
+    let expected = args
+        .expected
+        .unwrap_or_else(|| first_layer(lines, args.redis.is_some()));
     let mut b = UrlDedup::builder()
         .expected_urls(expected)
-        .false_positive_rate(args.fpr);
+        .false_positive_rate(args.fpr());
     if args.exact {
         b = b.filter(FilterKind::Exact);
     }
@@ -213,9 +222,14 @@ mod tests {
 
     #[test]
     fn the_first_layer_follows_the_input_within_bounds() {
-        assert_eq!(first_layer(None), 1_000_000);
-        assert_eq!(first_layer(Some(1_000)), 65_536);
-        assert_eq!(first_layer(Some(8_000_000)), 2_000_000);
-        assert_eq!(first_layer(Some(u64::MAX)), 4_000_000);
+        assert_eq!(first_layer(None, false), 1_000_000);
+        assert_eq!(first_layer(Some(1_000), false), 65_536);
+        assert_eq!(first_layer(Some(8_000_000), false), 2_000_000);
+        assert_eq!(first_layer(Some(u64::MAX), false), 4_000_000);
+        // Shared: every line of this input, since other processes add theirs.
+        assert_eq!(first_layer(None, true), 1_000_000);
+        assert_eq!(first_layer(Some(1_000), true), 1_000_000);
+        assert_eq!(first_layer(Some(2_000_000), true), 2_000_000);
+        assert_eq!(first_layer(Some(u64::MAX), true), 4_000_000);
     }
 }

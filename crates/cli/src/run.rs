@@ -158,7 +158,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
             stats.invalid, SHOWN_INVALID
         );
     }
-    let similar_fpr = args.similar_fpr.unwrap_or(args.fpr);
+    let similar_fpr = args.similar_fpr.unwrap_or(args.fpr());
     if let Some(rate) = dedup.similarity_false_positive_rate()
         && rate > 10.0 * similar_fpr
     {

@@ -42,10 +42,11 @@
 //! # Ok::<(), url_dedup_redis::Error>(())
 //! ```
 //!
-//! Measured at 2 million URLs (`cargo bench -p url-dedup-benches --bench redis`, command and
-//! figures in [`docs/redis.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/redis.md)): the default k = 2 costs Redis 0.54 to 0.58 times the CPU per
-//! URL of `SADD` of an 8-byte hash on one server and 0.43 to 0.45 times on a cluster of three
-//! masters, with 1 and 4 clients, at 1/22nd of its memory.
+//! The growing [`SharedFilter`] is what the tools use. At its default rate,
+//! [`DEFAULT_SHARED_FPR`] (10⁻⁵, 3 bits per URL), `url-dedup --redis` cost Redis 0.50 and 0.58
+//! times the CPU per line of `SADD` of the URL with 1 and 4 clients, at 43 and 21 bytes per URL
+//! against 127 (2 million lines, random read 560 ns, load 7 to 8; `benches/redis-vs-sadd.sh`,
+//! command and figures in [`docs/redis.md`](https://github.com/url-dedup/url-dedup/blob/main/docs/redis.md)).
 //!
 //! # A Redis Cluster
 //!
@@ -165,9 +166,9 @@ pub use membership::Membership;
 pub use namespace::{Namespace, WorkerId};
 pub use retry::Backoff;
 pub use segment_store::{
-    Acknowledge, KnownBitsStats, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, StoreOptions, Uncertain,
-    WriteMode,
+    Acknowledge, KnownBitsStats, REDIS_SIZE_FOR_SPEED, RedisSegmentStore, SHARED_SIZE_FOR_SPEED,
+    StoreOptions, Uncertain, WriteMode,
 };
 pub use shared_config::{ConfigSnapshot, SharedConfig};
-pub use shared_filter::SharedFilter;
+pub use shared_filter::{DEFAULT_SHARED_FPR, SharedFilter};
 pub use task::{ClaimedTask, MAX_HOST_LEN, NewTask};

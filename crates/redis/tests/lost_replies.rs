@@ -210,9 +210,11 @@ fn a_retried_script_on_a_grown_key_knows_whether_it_ran() {
     let Some(server) = RedisServer::start_or_skip("lost script replies") else {
         return;
     };
+    // A first layer large enough that a batch of 100 is one part (a batch goes in parts of at
+    // most 1/128 of the first layer), so one script call carries it.
     let direct: SharedFilter<SipHash13> =
-        SharedFilter::open(&server.url(), StoreOptions::new("grown"), 1_000, 1e-6).unwrap();
-    direct.try_check_and_insert_batch(&urls(0..5_000)).unwrap();
+        SharedFilter::open(&server.url(), StoreOptions::new("grown"), 16_000, 1e-6).unwrap();
+    direct.try_check_and_insert_batch(&urls(0..40_000)).unwrap();
     assert!(direct.layers().unwrap() >= 2);
     let cut = Arc::new(AtomicU8::new(PASS));
     let port = proxy(server.port(), cut.clone(), SCRIPT);
@@ -222,13 +224,13 @@ fn a_retried_script_on_a_grown_key_knows_whether_it_ran() {
         ..StoreOptions::new("grown")
     };
     let proxied: SharedFilter<SipHash13> =
-        SharedFilter::open(&format!("redis://127.0.0.1:{port}/"), options, 1_000, 1e-6).unwrap();
+        SharedFilter::open(&format!("redis://127.0.0.1:{port}/"), options, 16_000, 1e-6).unwrap();
     // Meets every key, and learns that each grew.
     proxied.try_check_and_insert_batch(&urls(0..2_000)).unwrap();
 
     for (range, mode, want_new) in [
-        (10_000..10_100, BEFORE_RUN, false),
-        (20_000..20_100, AFTER_RUN, true),
+        (100_000..100_100, BEFORE_RUN, false),
+        (200_000..200_100, AFTER_RUN, true),
     ] {
         let batch = urls(range);
         assert!(

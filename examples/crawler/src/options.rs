@@ -13,6 +13,10 @@ use crate::scope::{Scope, ScopeKind};
 use crate::state::FilterSize;
 use crate::traps::TrapRules;
 
+/// The done set's rate in one process when `--false-positive-rate` is not given (a shared
+/// crawl takes the shared filter's, `url_dedup_redis::DEFAULT_SHARED_FPR`).
+const DEFAULT_FPR: f64 = 1e-6;
+
 /// The product token robots.txt groups are matched against.
 pub(crate) const AGENT_TOKEN: &str = "url-dedup-crawler";
 
@@ -202,9 +206,10 @@ pub(crate) struct Options {
     pub(crate) expected_urls: u64,
 
     /// False-positive rate of the done-set filter at --expected-urls (a false positive is a
-    /// page silently not crawled).
-    #[arg(long, default_value_t = 1e-6)]
-    pub(crate) false_positive_rate: f64,
+    /// page silently not crawled) [default: 1e-6; 1e-5 with --redis, where each bit of a URL
+    /// costs Redis CPU: one page in 100,000 not crawled].
+    #[arg(long)]
+    pub(crate) false_positive_rate: Option<f64>,
 
     /// Seconds between checkpoints (the journal covers the time between them). A shared crawl
     /// keeps its state in Redis and has no checkpoints.
@@ -428,7 +433,12 @@ impl Options {
         }
         crate::monitor::check_rate(self.rate)
             .map_err(|e| CrawlError::Usage(format!("--rate: {e}")))?;
-        if !(self.false_positive_rate > 0.0 && self.false_positive_rate < 1.0) {
+        let false_positive_rate = self.false_positive_rate.unwrap_or(if self.redis.is_some() {
+            url_dedup_redis::DEFAULT_SHARED_FPR
+        } else {
+            DEFAULT_FPR
+        });
+        if !(false_positive_rate > 0.0 && false_positive_rate < 1.0) {
             return Err(CrawlError::Usage(
                 "--false-positive-rate must be between 0 and 1".into(),
             ));
@@ -511,7 +521,7 @@ impl Options {
             filter: FilterSize {
                 similar: self.similar,
                 expected_urls: self.expected_urls,
-                false_positive_rate: self.false_positive_rate,
+                false_positive_rate,
             },
             checkpoint_every: Duration::from_secs(self.checkpoint_secs.max(1)),
             restart: self.restart,

@@ -33,7 +33,9 @@ Settings (all optional):
 ``URL_DEDUP_KEY``                     ``"fingerprint"`` or ``"url"`` (see above)
 ``URL_DEDUP_CANONICALIZATION``        convention for ``"url"`` keys (``url_dedup.CONVENTIONS``)
 ``URL_DEDUP_EXPECTED_URLS``           first size of the filter (default 1,000,000; it grows)
-``URL_DEDUP_FALSE_POSITIVE_RATE``     chance a new request is dropped as seen (default 1e-6)
+``URL_DEDUP_FALSE_POSITIVE_RATE``     chance a new request is dropped as seen (default 1e-6;
+                                      1e-5 for ``RedisDupeFilter``, whose every bit costs
+                                      Redis CPU)
 ``URL_DEDUP_FILTER``                  ``"growing"`` (default), ``"segmented"``, ``"classic"``,
                                       ``"exact"`` (no false positives, 19-39 bytes a request)
 ``URL_DEDUP_ACCEPT_CONFIG_CHANGE``    resume a ``JOBDIR`` state saved under other settings
@@ -105,6 +107,10 @@ DEFAULT_PREFIX = "%(spider)s:dupefilter"
 ``SCHEDULER_DUPEFILTER_KEY`` is set: scrapy-redis's default key of its own filter."""
 
 _DEFAULT_FPR = 1e-6
+_DEFAULT_SHARED_FPR = 1e-5
+"""The shared filter's rate (``url_dedup_redis::DEFAULT_SHARED_FPR``): one request in 100,000
+dropped by mistake. Every bit a URL sets costs Redis CPU; at this rate the filter costs Redis
+less CPU and memory per URL than ``SADD`` of the URL."""
 _DEFAULT_EXPECTED = 1_000_000
 
 
@@ -147,12 +153,14 @@ class _RequestKeys:
                 f'URL_DEDUP_RULES rewrites URLs: it needs URL_DEDUP_KEY = "url", not {self.key!r}'
             )
 
-    def dedup_options(self, settings: BaseSettings) -> dict[str, Any]:
+    def dedup_options(
+        self, settings: BaseSettings, default_fpr: float = _DEFAULT_FPR
+    ) -> dict[str, Any]:
         """Keyword arguments of :class:`UrlDedup` from the settings."""
         return {
             "expected_urls": settings.getint("URL_DEDUP_EXPECTED_URLS", _DEFAULT_EXPECTED),
             "false_positive_rate": settings.getfloat(
-                "URL_DEDUP_FALSE_POSITIVE_RATE", _DEFAULT_FPR
+                "URL_DEDUP_FALSE_POSITIVE_RATE", default_fpr
             ),
             "canonicalization": self.canonicalization,
             "filter": settings.get("URL_DEDUP_FILTER", "growing"),
@@ -387,7 +395,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         earlier_run: Callable[[], list[str]] | None = None,
     ) -> None:
         self.keys = keys or _RequestKeys("url", "crawler", None)
-        options = dict(options or {"false_positive_rate": _DEFAULT_FPR})
+        options = dict(options or {"false_positive_rate": _DEFAULT_SHARED_FPR})
         options.setdefault("canonicalization", self.keys.canonicalization)
         self.keys.check_rules(options)
         self.redis_url = redis_url
@@ -438,7 +446,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
             url,
             prefix,
             keys=keys,
-            options=keys.dedup_options(settings),
+            options=keys.dedup_options(settings, _DEFAULT_SHARED_FPR),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
             server=server,
             earlier_run=earlier_run,

@@ -9,11 +9,16 @@ use url_dedup_segmented::{Layout, Placement};
 
 use super::RedisSegmentStore;
 use super::header::HEADER_BITS;
+use super::sizing::{REDIS_SIZE_FOR_SPEED, SHARED_SIZE_FOR_SPEED};
 use crate::error::{Error, Result};
 
 /// Format version of the metadata hash; bumped if key names or bit meanings ever change.
-/// Version 2 put a header in front of every data key.
+/// Version 2 put a header in front of every data key; version 3 sizes a growing filter's
+/// layers key by key ([`LayerSizing::PerKey`]). A fixed filter is still written as version 2,
+/// so that every reader of version 2 opens it.
 const META_VERSION: u64 = 2;
+/// The version of a growing filter's metadata whose layers are sized key by key.
+const PER_KEY_VERSION: u64 = 3;
 /// What the metadata hash records: everything another process needs to compute the same bits.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Meta {
@@ -44,6 +49,77 @@ pub(crate) struct MetaGrowth {
     pub(crate) growth: Growth,
     /// Bits per item and layer, when chosen ([`StoreOptions::hashes`]).
     pub(crate) hashes: Option<u32>,
+    /// How layers are sized and when a key adds one (the metadata's version says which).
+    pub(crate) sizing: LayerSizing,
+}
+
+/// How a growing filter's layers are sized, and when a data key adds one. Every process
+/// sharing a filter must compute the same layers, so this is part of the metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LayerSizing {
+    /// Metadata version 2: a layer holds its capacity over all keys at its rate, with the
+    /// hashes [`REDIS_SIZE_FOR_SPEED`] allows, and a key adds the next layer at 7/8 of its
+    /// share. A filter given exactly its expected count had two layers in most keys.
+    Even,
+    /// Metadata version 3: a key's part of a layer holds its share of the layer's capacity
+    /// plus four standard deviations of the spread of items over keys, and a key adds a layer
+    /// only past that, so a filter given its expected count keeps one layer. The part is sized
+    /// for 1/64 more, what other clients admit before they report it (a batch goes in parts of
+    /// at most 1/128 of a layer), and takes the hashes [`SHARED_SIZE_FOR_SPEED`] allows.
+    PerKey,
+}
+
+impl LayerSizing {
+    /// How much larger than the memory-optimal filter a layer may be to take fewer hashes.
+    pub(crate) fn allowance(self) -> f64 {
+        match self {
+            Self::Even => REDIS_SIZE_FOR_SPEED,
+            Self::PerKey => SHARED_SIZE_FOR_SPEED,
+        }
+    }
+
+    /// Items admitted into a key's part of a layer, of `share` items a key among `keys`, at
+    /// which the key adds the next layer.
+    pub(crate) fn grow_at(self, share: u64, keys: u64) -> u64 {
+        match self {
+            Self::Even => share - share / 8,
+            Self::PerKey => key_capacity(share, keys).saturating_add(1),
+        }
+    }
+
+    /// Items the layout of a layer of `capacity` items over `keys` keys is sized for.
+    pub(crate) fn sized_items(self, capacity: u64, keys: u64) -> u64 {
+        match self {
+            Self::Even => capacity,
+            Self::PerKey => {
+                let full = key_capacity(capacity.div_ceil(keys.max(1)), keys);
+                full.saturating_add(full / 64 + 1)
+                    .saturating_mul(keys.max(1))
+            }
+        }
+    }
+
+    /// Items a batch is cut into, so that a key grows before the parts overfill it: with the
+    /// first layer `first` of `keys` keys.
+    pub(crate) fn part(self, first: &LayerShape, keys: u64) -> usize {
+        let part = match self {
+            Self::Even => (first.share.saturating_mul(keys) / 8).clamp(64, 4096),
+            Self::PerKey => (first.grow_at.saturating_mul(keys) / 128).clamp(16, 4096),
+        };
+        part as usize
+    }
+}
+
+/// Admissions a key's part of a layer holds before it grows: its `share` of the layer's
+/// capacity, and four standard deviations of the count a key among `keys` gets when the
+/// layer's capacity is spread over them at random (binomially), so that no key grows at the
+/// expected count, but for about one key in 30,000.
+fn key_capacity(share: u64, keys: u64) -> u64 {
+    if keys <= 1 {
+        return share;
+    }
+    let variance = share as f64 * (1.0 - 1.0 / keys as f64);
+    share.saturating_add((4.0 * variance.sqrt()).ceil() as u64)
 }
 
 /// Where one layer of a growing filter lies in every data key, and what it holds.
@@ -56,8 +132,10 @@ pub(crate) struct LayerShape {
     pub(crate) per_key: u64,
     /// Bit offset in a data key where the layer's first segment starts (header included).
     pub(crate) start: u64,
-    /// Items one key's part of the layer holds at the layer's rate.
+    /// The layer's capacity over the data keys: a key's share of it.
     pub(crate) share: u64,
+    /// Admissions into one key's part of the layer at which the key adds the next layer.
+    pub(crate) grow_at: u64,
 }
 
 /// What the metadata holds for a key kept out of Redis: one keyed hash of a constant.
@@ -69,8 +147,12 @@ fn key_check(key: HashKey) -> String {
 
 impl Meta {
     pub(crate) fn fields(&self) -> Vec<(&'static str, String)> {
+        let version = match self.growth.map(|g| g.sizing) {
+            Some(LayerSizing::PerKey) => PER_KEY_VERSION,
+            _ => META_VERSION,
+        };
         let mut fields = vec![
-            ("version", META_VERSION.to_string()),
+            ("version", version.to_string()),
             ("generation", self.generation.to_string()),
             ("segments", self.layout.segments().to_string()),
             ("segment_bits", self.layout.segment_bits().to_string()),
@@ -119,11 +201,12 @@ impl Meta {
                 .parse()
                 .map_err(|_| corrupt(key, format!("metadata {name} is not a number")))
         };
-        if num("version")? != META_VERSION {
+        let version = num("version")?;
+        if version != META_VERSION && version != PER_KEY_VERSION {
             return Err(Error::Mismatch {
                 field: "version",
                 stored: get("version")?.to_owned(),
-                expected: META_VERSION.to_string(),
+                expected: format!("{META_VERSION} or {PER_KEY_VERSION}"),
             });
         }
         // Metadata written before placements existed has none: those filters are scattered.
@@ -198,6 +281,10 @@ impl Meta {
                                 .filter(|&k| k > 0)
                                 .ok_or_else(|| corrupt(key, "growth_hashes out of range"))?,
                         ),
+                    },
+                    sizing: match version {
+                        PER_KEY_VERSION => LayerSizing::PerKey,
+                        _ => LayerSizing::Even,
                     },
                 };
                 g.growth
@@ -309,14 +396,16 @@ impl Layers {
     /// The first layer of the filter `meta` describes.
     pub(crate) fn new(meta: &Meta) -> Self {
         let keys = meta.data_keys();
+        let share = meta
+            .growth
+            .map_or(meta.expected_items, |g| g.first_capacity)
+            .div_ceil(keys.max(1));
         let first = LayerShape {
             layout: meta.layout,
             per_key: meta.segments_per_key,
             start: HEADER_BITS,
-            share: meta
-                .growth
-                .map_or(meta.expected_items, |g| g.first_capacity)
-                .div_ceil(keys.max(1)),
+            share,
+            grow_at: meta.growth.map_or(share, |g| g.sizing.grow_at(share, keys)),
         };
         Self {
             shapes: Mutex::new(vec![first]),
@@ -340,15 +429,23 @@ impl Layers {
             let (capacity, fpr) = growth
                 .growth
                 .layer(growth.first_capacity, growth.target_fpr, j);
-            let sized = RedisSegmentStore::layout_within(capacity, fpr, growth.hashes)?;
             let keys = meta.data_keys();
+            let sizing = growth.sizing;
+            let sized = RedisSegmentStore::layout_allowing(
+                sizing.sized_items(capacity, keys),
+                fpr,
+                growth.hashes,
+                sizing.allowance(),
+            )?;
             let per_key = sized.segments().div_ceil(keys);
             let layout = Layout::new(keys * per_key, sized.segment_bits(), sized.hashes())?;
+            let share = capacity.div_ceil(keys);
             shapes.push(LayerShape {
                 layout,
                 per_key,
                 start: previous.start + previous.per_key * previous.layout.segment_bits(),
-                share: capacity.div_ceil(keys),
+                share,
+                grow_at: sizing.grow_at(share, keys),
             });
         }
         Ok(shapes[index as usize])

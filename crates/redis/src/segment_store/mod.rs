@@ -36,11 +36,11 @@ use batch::Stamps;
 use header::KeyStates;
 use known_bits::Known;
 pub use known_bits::KnownBitsStats;
-pub(crate) use meta::LayerShape;
+pub(crate) use meta::{LayerShape, LayerSizing};
 use meta::{Layers, Meta, MetaGrowth, new_generation};
 pub use options::{Acknowledge, StoreOptions, Uncertain, WriteMode};
-pub use sizing::REDIS_SIZE_FOR_SPEED;
 use sizing::default_segments_per_key;
+pub use sizing::{REDIS_SIZE_FOR_SPEED, SHARED_SIZE_FOR_SPEED};
 
 /// The [`SegmentStore`](url_dedup_segmented::SegmentStore) of a segmented filter shared through
 /// Redis by many processes.
@@ -237,15 +237,30 @@ impl RedisSegmentStore {
     ) -> Result<Self> {
         growth.validate().map_err(|e| Error::Segmented(e.into()))?;
         let (capacity, fpr) = growth.layer(first_capacity, target_fpr, 0);
-        let sized = Self::layout_within(capacity, fpr, options.hashes)?;
+        let sizing = LayerSizing::PerKey;
+        let sized_for = |keys: u64| {
+            let items = sizing.sized_items(capacity, keys);
+            Self::layout_allowing(items, fpr, options.hashes, sizing.allowance())
+        };
         let link = Link::open(url, options.backoff)?;
-        let per_key = options
-            .segments_per_key
-            .unwrap_or_else(|| default_segments_per_key(sized, link.is_cluster()))
-            .clamp(1, sized.segments());
+        // A key's part is sized for its share and the spread of items over keys, which
+        // depend on the number of keys: add keys until the parts fit the keys' size.
+        let (mut keys, mut sized) = (1, sized_for(1)?);
+        for _ in 0..16 {
+            let per_key = options
+                .segments_per_key
+                .unwrap_or_else(|| default_segments_per_key(sized, link.is_cluster()))
+                .clamp(1, sized.segments());
+            let needed = sized.segments().div_ceil(per_key);
+            if needed <= keys {
+                break;
+            }
+            keys = needed;
+            sized = sized_for(keys)?;
+        }
         // Every layer has the same number of segments in each key, so an item's segment in
         // any layer is in the key of its segment in the first (see `LayerShape`).
-        let keys = sized.segments().div_ceil(per_key);
+        let keys = keys.min(sized.segments());
         let per_key = sized.segments().div_ceil(keys);
         let layout = Layout::new(keys * per_key, sized.segment_bits(), sized.hashes())?;
         let wanted = Meta {
@@ -262,6 +277,7 @@ impl RedisSegmentStore {
                 target_fpr,
                 growth,
                 hashes: options.hashes,
+                sizing,
             }),
         };
         Self::create_with(link, options, wanted)

@@ -23,6 +23,20 @@ use crate::error::{Error, Result};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub const REDIS_SIZE_FOR_SPEED: f64 = 2.1;
+
+/// How much larger than the memory-optimal Bloom filter a layer of a
+/// [`SharedFilter`](crate::SharedFilter) may be, so that it sets fewer bits per URL: 8 times.
+/// Redis's CPU per URL, not its memory, is what a shared filter must keep below `SADD`'s: at
+/// the default rate, 10⁻⁵, this takes `k = 3` at about 20 bytes per URL, where `SADD` of the
+/// URL keeps about 127; at 1% it still takes `k = 2`.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_redis::{DEFAULT_SHARED_FPR, SHARED_SIZE_FOR_SPEED};
+/// assert_eq!((SHARED_SIZE_FOR_SPEED, DEFAULT_SHARED_FPR), (8.0, 1e-5));
+/// ```
+pub const SHARED_SIZE_FOR_SPEED: f64 = 8.0;
 impl RedisSegmentStore {
     /// A layout suited to Redis for `items` at false-positive rate `fpr`.
     ///
@@ -92,6 +106,17 @@ impl RedisSegmentStore {
     /// The layout for `items` at `fpr`: `hashes` if given, else the fewest hashes whose size
     /// is within [`REDIS_SIZE_FOR_SPEED`] of the optimum.
     pub(crate) fn layout_within(items: u64, fpr: f64, hashes: Option<u32>) -> Result<Layout> {
+        Self::layout_allowing(items, fpr, hashes, REDIS_SIZE_FOR_SPEED)
+    }
+
+    /// The layout for `items` at `fpr`: `hashes` if given, else the fewest hashes whose size
+    /// is within `allowance` times the optimum.
+    pub(crate) fn layout_allowing(
+        items: u64,
+        fpr: f64,
+        hashes: Option<u32>,
+        allowance: f64,
+    ) -> Result<Layout> {
         let optimum = url_dedup_bloom::sizing::Sizing::classic(items, fpr)
             .map_err(|e| Error::Segmented(e.into()))?;
         let target = (optimum.bits / 16).max(64);
@@ -122,7 +147,7 @@ impl RedisSegmentStore {
                 ),
             ));
         }
-        let budget = optimum.bits as f64 * REDIS_SIZE_FOR_SPEED;
+        let budget = optimum.bits as f64 * allowance;
         for hashes in 1..optimum.hashes {
             if let Some(layout) = sized(hashes, budget)? {
                 return Ok(layout);

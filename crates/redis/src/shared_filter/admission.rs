@@ -73,7 +73,7 @@ impl<H: ItemHasher> SharedFilter<H> {
                 }
                 for (&key, &(counted, admitted)) in &fill {
                     self.store.keys().add_pending(key, admitted);
-                    if counted + admitted >= trigger(first.share) {
+                    if counted + admitted >= first.grow_at {
                         to_grow.insert(key, 1);
                     }
                 }
@@ -92,7 +92,7 @@ impl<H: ItemHasher> SharedFilter<H> {
                         for (&i, a) in members.iter().zip(answers) {
                             new[i] = a;
                         }
-                        if admitted >= trigger(self.store.layer(layers - 1)?.share) {
+                        if admitted >= self.store.layer(layers - 1)?.grow_at {
                             to_grow.insert(key, layers);
                         }
                     }
@@ -298,13 +298,6 @@ enum Admitted {
     Replan,
     /// A previous attempt of this call ran and its reply was lost: its answers are unknown.
     RanBefore,
-}
-
-/// The count at which a key's layer grows: 7/8 of its share, so that the parts of a batch
-/// (an eighth of a share at most) and the admissions other clients have yet to report do
-/// not carry it past its capacity.
-fn trigger(share: u64) -> u64 {
-    share - share / 8
 }
 
 struct Scripts {

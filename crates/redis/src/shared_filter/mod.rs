@@ -39,6 +39,20 @@ use crate::segment_store::{RedisSegmentStore, StoreOptions};
 mod admission;
 mod snapshot;
 
+/// The rate the shared filter's users get by default (`url-dedup --redis`, the crawler's
+/// shared crawl, Python's `RedisDupeFilter`): one new URL in 100,000 taken for a seen one. At
+/// this rate the filter sets 3 bits per URL (see [`SHARED_SIZE_FOR_SPEED`]), which costs Redis
+/// less CPU and memory per URL than `SADD` of the URL.
+///
+/// [`SHARED_SIZE_FOR_SPEED`]: crate::SHARED_SIZE_FOR_SPEED
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(url_dedup_redis::DEFAULT_SHARED_FPR, 1e-5);
+/// ```
+pub const DEFAULT_SHARED_FPR: f64 = 1e-5;
+
 /// Rounds of re-planning a batch whose keys keep growing under it: growth adds one layer per
 /// key at a time, and a layer takes many batches to fill, so two rounds are the norm.
 const MAX_ROUNDS: usize = 16;
@@ -231,7 +245,10 @@ impl<H: ItemHasher> SharedFilter<H> {
         // Keys grow between round trips: a batch far larger than a key's share of its layer
         // goes in parts, so the layer grows before it is overfilled.
         let first = self.store.layer(0)?;
-        let part = (first.share * self.store.data_keys() / 8).clamp(64, 4096) as usize;
+        let part = match self.store.growth_plan() {
+            Some(plan) => plan.sizing.part(&first, self.store.data_keys()),
+            None => 4096,
+        };
         let mut new = Vec::with_capacity(digests.len());
         for chunk in digests.chunks(part) {
             new.extend(self.check_and_insert_digests(chunk)?);
@@ -325,6 +342,36 @@ impl<H: ItemHasher> SharedFilter<H> {
     /// ```
     pub fn first_capacity(&self) -> u64 {
         self.store.growth_plan().map_or(0, |g| g.first_capacity)
+    }
+
+    /// The rate no lookup exceeds, however many items arrive: what the creator asked for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use url_dedup_redis::testing::RedisServer;
+    /// # let Some(server) = RedisServer::start_or_skip("false_positive_rate example") else { return Ok(()) };
+    /// use url_dedup_redis::{DEFAULT_SHARED_FPR, SharedFilter, StoreOptions};
+    ///
+    /// let f: SharedFilter = SharedFilter::open(&server.url(), StoreOptions::new("r"), 1_000, DEFAULT_SHARED_FPR)?;
+    /// assert_eq!((f.false_positive_rate(), f.hashes()?), (1e-5, 3));
+    /// # Ok::<(), url_dedup_redis::Error>(())
+    /// ```
+    pub fn false_positive_rate(&self) -> f64 {
+        self.store.growth_plan().map_or(0.0, |g| g.target_fpr)
+    }
+
+    /// Bits each item sets in the first layer, one `BITFIELD` operation each for Redis.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Segmented`] for a layer that cannot be sized (never for the first).
+    ///
+    /// # Examples
+    ///
+    /// See [`false_positive_rate`](Self::false_positive_rate).
+    pub fn hashes(&self) -> Result<u32> {
+        Ok(self.store.layer(0)?.layout.hashes())
     }
 
     /// Bytes of filter bits in Redis, every layer of every key (one header read per key).
