@@ -234,7 +234,7 @@ pub enum View {
 /// use url_dedup_benches::near_pages::{Article, Fetch, Rng, View, page};
 /// let mut rng = Rng::new(1);
 /// let html = page(&Article::new(&mut rng, 50), &Fetch::random(&mut rng), View::Normal);
-/// assert!(html.contains("<main"));
+/// assert!(html.contains("role=main"));
 /// ```
 pub fn page(article: &Article, fetch: &Fetch, view: View) -> String {
     let mut html = String::with_capacity(8 * 1024);

@@ -33,7 +33,8 @@ pub enum Error {
         attempts: u32,
         /// How long Redis had been unreachable when the call gave up.
         elapsed: Duration,
-        /// The give-up budget ([`Backoff::give_up_after`](crate::Backoff::give_up_after)).
+        /// The budget the call spent: [`Backoff::give_up_after`](crate::Backoff::give_up_after),
+        /// or [`Backoff::first_contact`](crate::Backoff::first_contact) for a first contact.
         budget: Duration,
         /// The last connection error.
         #[source]

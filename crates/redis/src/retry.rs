@@ -165,6 +165,15 @@ impl<'a> Retry<'a> {
             .min(deadline.saturating_duration_since(now).max(floor))
     }
 
+    /// The budget this call spends: a first contact's own, or the give-up budget. An error
+    /// names it, so "unreachable for 3.0s" never reads as past a budget of 30 s.
+    fn budget(&self) -> Duration {
+        match self.first_contact {
+            Some(_) => self.backoff.first_contact.min(self.backoff.give_up_after),
+            None => self.backoff.give_up_after,
+        }
+    }
+
     /// When the call gives up, for an outage that began at `since`: the budget after the
     /// outage began, or after the call began if that is sooner.
     fn deadline(&self, since: Instant) -> Instant {
@@ -192,7 +201,7 @@ impl<'a> Retry<'a> {
                 operation,
                 attempts: self.attempts,
                 elapsed: now.saturating_duration_since(since.min(self.started)),
-                budget: self.backoff.give_up_after,
+                budget: self.budget(),
                 source,
             });
         }

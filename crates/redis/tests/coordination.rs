@@ -22,7 +22,9 @@ fn one_leader_per_term_and_fencing() {
             let (url, ns) = (server.url(), ns.clone());
             handles.push(tokio::spawn(async move {
                 let link = Link::connect(&url).await.unwrap();
-                let lease = LeaderLease::with_ttl(link, ns, Duration::from_millis(300));
+                // A lease far longer than the race: on a busy machine, a short one could
+                // lapse before the last candidate tries, and two would win.
+                let lease = LeaderLease::with_ttl(link, ns, Duration::from_secs(600));
                 let me = WorkerId::new(&format!("c{i}")).unwrap();
                 (me.clone(), lease.try_acquire(&me).await.unwrap())
             }));
@@ -38,10 +40,30 @@ fn one_leader_per_term_and_fencing() {
         let (old_leader, old_epoch) = winners.pop().unwrap();
 
         let link = Link::connect(&server.url()).await.unwrap();
-        let lease = LeaderLease::with_ttl(link.clone(), ns.clone(), Duration::from_millis(300));
-        let config = SharedConfig::new(link, ns);
+        let lease = LeaderLease::with_ttl(link.clone(), ns.clone(), Duration::from_secs(600));
+        let config = SharedConfig::new(link, ns.clone());
         config.set_fenced(old_epoch, &[("k", "1")]).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        // The leader stops renewing: its lease runs out (made to at once, not waited for).
+        let mut conn = redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let expired: bool = redis::cmd("PEXPIRE")
+            .arg(ns.key("leader"))
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(expired);
+        while redis::cmd("EXISTS")
+            .arg(ns.key("leader"))
+            .query_async::<bool>(&mut conn)
+            .await
+            .unwrap()
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         let next = WorkerId::new("next").unwrap();
         let new_epoch = lease
             .try_acquire(&next)
@@ -101,22 +123,22 @@ fn membership_tracks_heartbeats() {
     };
     runtime().block_on(async {
         let link = Link::connect(&server.url()).await.unwrap();
-        let members = Membership::with_ttl(
-            link,
-            Namespace::new("m").unwrap(),
-            Duration::from_millis(300),
-        );
+        let ns = Namespace::new("m").unwrap();
+        // The member that keeps beating holds a long lease, so a busy machine that delays a
+        // beat cannot drop it; the one that stops holds a short one.
+        let members = Membership::with_ttl(link.clone(), ns.clone(), Duration::from_secs(600));
+        let short = Membership::with_ttl(link, ns, Duration::from_millis(300));
         let (alive, dead) = (
             WorkerId::new("alive").unwrap(),
             WorkerId::new("dead").unwrap(),
         );
         members.join(&alive).await.unwrap();
-        members.join(&dead).await.unwrap();
-        for _ in 0..5 {
+        short.join(&dead).await.unwrap();
+        // Beats until the silent member's lease has run out.
+        while members.live().await.unwrap() != vec![alive.clone()] {
             tokio::time::sleep(Duration::from_millis(100)).await;
             assert!(members.heartbeat(&alive).await.unwrap());
         }
-        assert_eq!(members.live().await.unwrap(), vec![alive.clone()]);
         assert_eq!(members.prune().await.unwrap(), vec![dead.clone()]);
         assert!(members.prune().await.unwrap().is_empty());
         members.join(&dead).await.unwrap();

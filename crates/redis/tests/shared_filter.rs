@@ -2,9 +2,10 @@
 //! kept, each URL admitted once by racing clients while keys grow, and exact answers from a
 //! client that did not see a key grow.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
-use url_dedup_bloom::{ItemHasher, SipHash13};
+use url_dedup_bloom::{HashKey, ItemHasher, SipHash13};
 use url_dedup_redis::testing::RedisServer;
 use url_dedup_redis::{Error, SharedFilter, StoreOptions};
 
@@ -16,8 +17,18 @@ fn urls(range: std::ops::Range<u32>) -> Vec<String> {
         .collect()
 }
 
+/// Options with a fixed key, which every client brings (the metadata keeps only its check
+/// value): which URLs collide depends on the key, so with a random one the counts the tests
+/// bound would be random too.
+fn keyed(prefix: &str) -> StoreOptions {
+    StoreOptions {
+        key: Some(HashKey::from_bytes(*b"shared filter 16")),
+        ..StoreOptions::new(prefix)
+    }
+}
+
 fn open(server: &RedisServer, first: u64, fpr: f64) -> Filter {
-    SharedFilter::open(&server.url(), StoreOptions::new("seen"), first, fpr).unwrap()
+    SharedFilter::open(&server.url(), keyed("seen"), first, fpr).unwrap()
 }
 
 /// A filter sized for 1,000 URLs that took 5,000 (its keys grew), and a plain connection to
@@ -71,15 +82,29 @@ fn racing_clients_admit_each_url_once_while_keys_grow() {
     let url = server.url();
     open(&server, 500, 0.001);
     let start = Arc::new(Barrier::new(CLIENTS));
+    let led: Arc<Vec<AtomicBool>> =
+        Arc::new(all.chunks(100).map(|_| AtomicBool::new(false)).collect());
     let racers: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            let (all, start, url) = (all.clone(), start.clone(), url.clone());
+        .map(|c| {
+            let (all, start, url, led) = (all.clone(), start.clone(), url.clone(), led.clone());
             std::thread::spawn(move || {
-                let seen: Filter = SharedFilter::join(&url, StoreOptions::new("seen")).unwrap();
+                let seen: Filter = SharedFilter::join(&url, keyed("seen")).unwrap();
                 let mut mine = Vec::new();
                 for (round, batch) in all.chunks(100).enumerate() {
-                    // Every client decides the same batch at the same moment.
+                    // Every client decides the same batch at the same moment, once the
+                    // round's leader (each in turn) has admitted its first URL: however the
+                    // machine schedules them, every client wins some.
                     start.wait();
+                    if round % CLIENTS == c {
+                        if seen.try_check_and_insert_batch(&batch[..1]).unwrap()[0] {
+                            mine.push(round * 100);
+                        }
+                        led[round].store(true, Ordering::Release);
+                    } else {
+                        while !led[round].load(Ordering::Acquire) {
+                            std::thread::yield_now();
+                        }
+                    }
                     let new = seen.try_check_and_insert_batch(batch).unwrap();
                     mine.extend(
                         (0..batch.len())
@@ -99,7 +124,7 @@ fn racing_clients_admit_each_url_once_while_keys_grow() {
     assert_eq!(every.len(), total, "a URL admitted by two clients");
     assert!(total > 11_950, "only {total} of 12,000 admitted");
     assert!(admitted.iter().all(|a| !a.is_empty()), "a client never won");
-    let seen: Filter = SharedFilter::join(&url, StoreOptions::new("seen")).unwrap();
+    let seen: Filter = SharedFilter::join(&url, keyed("seen")).unwrap();
     assert!(seen.layers().unwrap() >= 4, "the race must span growth");
 }
 
@@ -205,7 +230,7 @@ fn a_filter_of_one_hash_grows_and_keeps_its_rate() {
     const TARGET: f64 = 0.01;
     let options = StoreOptions {
         hashes: Some(1),
-        ..StoreOptions::new("lean")
+        ..keyed("lean")
     };
     let seen: Filter = SharedFilter::open(&server.url(), options, 2_000, TARGET).unwrap();
     assert_eq!(seen.store().layout().hashes(), 1);
@@ -218,7 +243,7 @@ fn a_filter_of_one_hash_grows_and_keeps_its_rate() {
         .count();
     assert!(seen.layers().unwrap() >= 4);
     assert!(admitted > 39_600, "{admitted}");
-    let joined: Filter = SharedFilter::join(&server.url(), StoreOptions::new("lean")).unwrap();
+    let joined: Filter = SharedFilter::join(&server.url(), keyed("lean")).unwrap();
     assert_eq!(joined.store().layout().hashes(), 1);
     assert!(joined.try_contains_batch(&all).unwrap().iter().all(|&p| p));
     let strangers = urls(1_000_000..1_020_000);
