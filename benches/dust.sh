@@ -6,6 +6,7 @@
 #   SEEDS="1 2" ARTICLES=300 URLS=200000 bash benches/dust.sh    # quicker
 #   ROUNDS=5 bash benches/dust.sh                 # the command's cost: 5 interleaved rounds, medians
 #   PART=crawler bash benches/dust.sh             # only the crawler's table (--learn on served sites)
+#   PART=cost bash benches/dust.sh                # only --learn's memory per page and learning time
 #
 # Each site (crates/rules/src/testing.rs) names its parameters and paths from its seed. The
 # crawl is every URL of the even pages, in a mixed order, as a WARC; the rules learned from it
@@ -25,6 +26,15 @@ trap 'rm -rf "$work"' EXIT
 
 part="${PART:-all}"
 bin=target/dist
+if [ "$part" = cost ]; then
+  # The crawler's learning schedule and memory per page, on the larger site's URLs.
+  cargo build --profile dist -q -p url-dedup-benches --bin dust-memory --bin mem-latency
+  echo "$("$bin/mem-latency"); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  "$bin/dust-memory" "$big"
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "$part" != crawler ]; then
 cargo build --profile dist -q -p url-dedup-cli -p url-dedup-benches --bin url-dedup --bin dust-site --bin gen-urls

@@ -6,9 +6,11 @@
 //! trusts ([`Applied`]). Nothing here fetches or admits: a check of a candidate rule is an
 //! ordinary fetch of a URL the rule maps onto a page already fetched.
 //!
-//! 1. **Evidence.** Each page's URL, exact fingerprint and SimHash go to its host's
-//!    [`Learner`]. A host is learned when it has [`LEARN_AFTER`] fingerprinted pages, and again
-//!    each time that number has grown by a quarter (so learning costs a few times the pages).
+//! 1. **Evidence.** Each page's URL, exact fingerprint and SimHash go to the learner
+//!    ([`crate::learner`], off the commit path) as [`Evidence`]. A host is learned when it has
+//!    [`LEARN_AFTER`] fingerprinted pages, and again each time that number has grown by a
+//!    quarter (so learning costs a few times the pages). What the learner found comes back
+//!    through [`Dust::learned`].
 //! 2. **Checks.** A learned rule is a candidate. When a fetched URL is one a candidate rewrites
 //!    onto a URL already fetched, the two fingerprints are compared (equal exact fingerprints,
 //!    or SimHashes within [`NEAR_BITS`] bits): [`url_dedup_rules::CHECKS_TO_CONFIRM`] right
@@ -23,7 +25,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use url_dedup_fingerprint::{NearIndex, PageFingerprint, SimHash};
-use url_dedup_rules::{Check, LearnOptions, Learner, Rule, RuleId, RuleSet, Rules, Status};
+use url_dedup_rules::{Check, Rule, RuleId, RuleSet, Rules, Status};
+
+use crate::learner::Evidence;
 
 /// Fingerprinted pages of a host before its rules are first learned: enough for a rule to be
 /// seen on the three pages the learner asks for, and few enough to start saving early.
@@ -150,7 +154,6 @@ pub(crate) struct DustFigures {
 /// What the stage knows of one host.
 #[derive(Debug)]
 struct HostPages {
-    learner: Learner,
     /// Fingerprinted URLs, in the order fetched.
     urls: Vec<String>,
     /// Learn again when `urls` reaches this.
@@ -166,6 +169,8 @@ pub(crate) struct Dust {
     /// Confirmed rules and candidates: which candidate a fetched URL checks.
     all: Rules,
     hosts: HashMap<String, HostPages>,
+    /// Evidence for the learner, since [`take_evidence`](Self::take_evidence).
+    evidence: Vec<Evidence>,
     /// Fingerprints of the URLs fetched, for the checks.
     pages: HashMap<String, PageFingerprint>,
     /// Rules removed by a wrong prediction, by host and text: never learned again.
@@ -187,6 +192,7 @@ impl Dust {
             applied: Applied::default(),
             all: Rules::default(),
             hosts: HashMap::new(),
+            evidence: Vec::new(),
             pages: HashMap::new(),
             rejected: HashSet::new(),
             changed_hosts: HashSet::new(),
@@ -337,17 +343,24 @@ impl Dust {
         if self.pages.insert(url.to_owned(), fp).is_some() {
             return;
         }
-        let h = self.host(&host);
-        if h.learner.add(url, fp.exact.0, Some(fp.simhash.0)).is_ok() {
-            h.urls.push(url.to_owned());
-        }
+        self.host(&host).urls.push(url.to_owned());
+        self.evidence.push(Evidence::Page {
+            host,
+            url: url.to_owned(),
+            exact: fp.exact.0,
+            simhash: fp.simhash.0,
+        });
+    }
+
+    /// The evidence gathered since the last call, for the learner.
+    pub(crate) fn take_evidence(&mut self) -> Vec<Evidence> {
+        std::mem::take(&mut self.evidence)
     }
 
     fn host(&mut self, host: &str) -> &mut HostPages {
         self.hosts
             .entry(host.to_owned())
             .or_insert_with(|| HostPages {
-                learner: Learner::new(LearnOptions::default()),
                 urls: Vec::new(),
                 next_learn: LEARN_AFTER,
             })
@@ -358,8 +371,8 @@ impl Dust {
         self.figures.near_duplicates += 1;
     }
 
-    /// Takes in a fetched HTML page: checks the candidates it predicts, learns its host's
-    /// rules when their time has come. Returns the URLs to add to the done set: rewrites of
+    /// Takes in a fetched HTML page: checks the candidates it predicts, hands it to the
+    /// learner, with its host when the host's time to learn has come. Returns the URLs to add to the done set: rewrites of
     /// fetched URLs by rules confirmed just now.
     pub(crate) fn observe(&mut self, url: &str, fp: PageFingerprint) -> Vec<String> {
         if !self.learn || fp.is_empty() {
@@ -376,13 +389,19 @@ impl Dust {
             return marks;
         }
         let h = self.host(&host);
-        if h.learner.add(url, fp.exact.0, Some(fp.simhash.0)).is_err() {
-            return marks;
-        }
         h.urls.push(url.to_owned());
-        if h.urls.len() >= h.next_learn {
+        let due = h.urls.len() >= h.next_learn;
+        if due {
             h.next_learn = (h.urls.len() * 5 / 4).max(h.urls.len() + 1);
-            self.learn_host(&host);
+        }
+        self.evidence.push(Evidence::Page {
+            host: host.clone(),
+            url: url.to_owned(),
+            exact: fp.exact.0,
+            simhash: fp.simhash.0,
+        });
+        if due {
+            self.evidence.push(Evidence::Learn(host));
         }
         marks
     }
@@ -437,12 +456,9 @@ impl Dust {
         confirmed
     }
 
-    /// Learns the rules of `host` again from all its evidence.
-    fn learn_host(&mut self, host: &str) {
-        let Some(h) = self.hosts.get(host) else {
-            return;
-        };
-        let learned = h.learner.learn().rules;
+    /// Takes in the rules the learner learned for a host from all its evidence. A rule
+    /// removed meanwhile stays removed; the status of the others is kept.
+    pub(crate) fn learned(&mut self, learned: RuleSet) {
         let mut fresh = RuleSet::new();
         for (_, lh, rule) in learned.iter() {
             if self
@@ -500,7 +516,31 @@ fn without_predictions(rule: &Rule) -> Rule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::learner::Study;
     use url_dedup_fingerprint::Fingerprinter;
+
+    /// A stage with its learner, run in step: each page is learned from before the next.
+    struct Stage {
+        dust: Dust,
+        study: Study,
+    }
+
+    impl Stage {
+        fn new() -> Self {
+            Self {
+                dust: Dust::new(true, None, None),
+                study: Study::default(),
+            }
+        }
+
+        fn observe(&mut self, url: &str, fp: PageFingerprint) -> Vec<String> {
+            let marks = self.dust.observe(url, fp);
+            for set in self.study.take(self.dust.take_evidence()) {
+                self.dust.learned(set);
+            }
+            marks
+        }
+    }
 
     fn page(words: &str) -> PageFingerprint {
         let body = format!("<html><body><main><p>{words}</p></main></body></html>");
@@ -512,7 +552,7 @@ mod tests {
     }
 
     /// Feeds `n` articles, each under its URL and a `?sid=` alias, in order.
-    fn feed(dust: &mut Dust, from: usize, to: usize) -> Vec<String> {
+    fn feed(dust: &mut Stage, from: usize, to: usize) -> Vec<String> {
         let mut marks = Vec::new();
         for n in from..to {
             let fp = page(&text(n));
@@ -524,13 +564,17 @@ mod tests {
 
     #[test]
     fn a_rule_is_learned_checked_then_applied() {
-        let mut dust = Dust::new(true, None, None);
-        feed(&mut dust, 0, 10);
-        assert_eq!(dust.figures.learned, 1, "{}", dust.text());
-        assert!(dust.applied().is_empty(), "a candidate is not applied");
+        let mut stage = Stage::new();
+        feed(&mut stage, 0, 10);
+        assert_eq!(stage.dust.figures.learned, 1, "{}", stage.dust.text());
+        assert!(
+            stage.dust.applied().is_empty(),
+            "a candidate is not applied"
+        );
         // Three more pages check it: it is confirmed, and the rewrites of the host's fetched
         // URLs are handed to the done set.
-        let marks = feed(&mut dust, 10, 13);
+        let marks = feed(&mut stage, 10, 13);
+        let dust = &mut stage.dust;
         assert_eq!(dust.figures.checks, 3);
         assert_eq!(dust.figures.confirmed, 1);
         assert!(
@@ -553,19 +597,47 @@ mod tests {
 
     #[test]
     fn a_wrong_prediction_removes_the_rule_for_good() {
-        let mut dust = Dust::new(true, None, None);
-        feed(&mut dust, 0, 10);
-        assert_eq!(dust.figures.learned, 1);
+        let mut stage = Stage::new();
+        feed(&mut stage, 0, 10);
+        assert_eq!(stage.dust.figures.learned, 1);
         // `?sid=` shows another page here: the candidate goes, and is not learned again.
-        dust.observe("http://h.example/a/11", page(&text(11)));
-        dust.observe(
+        stage.observe("http://h.example/a/11", page(&text(11)));
+        stage.observe(
             "http://h.example/a/11?sid=y",
             page("something else entirely"),
         );
-        assert_eq!(dust.figures.rejected, 1);
-        feed(&mut dust, 20, 40);
-        assert_eq!(dust.figures.learned, 1);
-        assert!(dust.set.is_empty(), "{}", dust.text());
+        assert_eq!(stage.dust.figures.rejected, 1);
+        feed(&mut stage, 20, 40);
+        assert_eq!(stage.dust.figures.learned, 1);
+        assert!(stage.dust.set.is_empty(), "{}", stage.dust.text());
+    }
+
+    #[test]
+    fn rules_learned_late_are_taken_in_as_they_come() {
+        // The learner is behind: the pages are seen, their evidence waits.
+        let mut dust = Dust::new(true, None, None);
+        for n in 0..10 {
+            let fp = page(&text(n));
+            dust.observe(&format!("http://h.example/a/{n}"), fp);
+            dust.observe(&format!("http://h.example/a/{n}?sid=x{n}"), fp);
+        }
+        assert_eq!(dust.figures.learned, 0);
+        let evidence = dust.take_evidence();
+        let asked = evidence
+            .iter()
+            .filter(|e| matches!(e, Evidence::Learn(_)))
+            .count();
+        assert_eq!(asked, 1, "20 pages: one learning due");
+        // Learned in one round however often it was asked for, then taken in.
+        let mut twice = evidence;
+        twice.push(Evidence::Learn("h.example".into()));
+        let sets = Study::default().take(twice);
+        assert_eq!(sets.len(), 1);
+        for set in sets {
+            dust.learned(set);
+        }
+        assert_eq!(dust.figures.learned, 1, "{}", dust.text());
+        assert!(dust.take_dirty());
     }
 
     #[test]
@@ -579,8 +651,9 @@ mod tests {
         let (key, _) = dust.applied().rewrite("http://h.example/print/a").unwrap();
         assert_eq!(key, "http://h.example/a");
 
-        let mut other = Dust::new(true, None, None);
+        let mut other = Stage::new();
         feed(&mut other, 0, 1);
+        let other = &mut other.dust;
         let marks = other.take_shared(&dust.text());
         assert!(marks.is_empty());
         assert_eq!(

@@ -32,6 +32,7 @@ use crate::fetch::{Fetcher, Validators};
 use crate::files::Access;
 use crate::job::JobKind;
 use crate::kernel::Kernels;
+use crate::learner::Learning;
 use crate::logger::Logger;
 use crate::monitor::{Counters, Monitor, Refresh};
 use crate::options::CrawlConfig;
@@ -39,7 +40,7 @@ use crate::outbox::{Message, Outbox};
 use crate::page::{Context, Fetched};
 use crate::records::Records;
 use crate::router::Router;
-use crate::summary::{Ending, Stop, Summary};
+use crate::summary::{Ending, RuleFigures, Stop, Summary};
 use crate::worker::{self, Crew, Halt};
 use std::io::Write as _;
 use std::path::Path;
@@ -118,6 +119,8 @@ struct Engine<B> {
     flagged: AtomicBool,
     /// The learning stage (`--learn`) and the rules admission applies (`--rules`).
     dust: Mutex<Dust>,
+    /// The learner thread (`--learn`): learns off the commit path.
+    learning: Mutex<Option<Learning>>,
     /// When this process last read the rules other processes shared.
     rules_read: Mutex<Option<Instant>>,
 }
@@ -131,11 +134,35 @@ impl<B: Backend> Engine<B> {
         self.dust.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Shows the learning stage the pages fingerprinted in a batch; gives the done set the
-    /// URLs that rules confirmed meanwhile map fetched pages onto; saves and shares the rules
-    /// when they changed. Runs before the batch's links are admitted, so they meet the newest
-    /// rules, and before its pages count as done, so a process that finds the shared crawl
-    /// complete reads every rule.
+    /// What URL rules did so far: the figures of the status page and the summary.
+    fn rule_figures(&self) -> RuleFigures {
+        let saved = self
+            .records()
+            .skips
+            .counts()
+            .get(&crate::skip::SkipReason::DustRule)
+            .copied()
+            .unwrap_or(0);
+        let d = self.dust().figures;
+        RuleFigures {
+            applied: d.rules,
+            saved,
+            checks: d.checks,
+            rejected: d.rejected,
+        }
+    }
+
+    fn learning(&self) -> MutexGuard<'_, Option<Learning>> {
+        self.learning.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Shows the learning stage the pages fingerprinted in a batch, with the rules the learner
+    /// found since the last batch, and hands the learner the new evidence (it learns on its
+    /// own thread: a commit never waits for it); gives the done set the URLs that rules
+    /// confirmed meanwhile map fetched pages onto; saves and shares the rules when they
+    /// changed. Runs before the batch's links are admitted, so they meet the newest rules, and
+    /// before its pages count as done, so a process that finds the shared crawl complete reads
+    /// every confirmed rule (rules are confirmed here, by checks; the learner only proposes).
     async fn learn(&self, pages: Vec<(Arc<str>, PageFingerprint)>) -> Result<(), CrawlError> {
         let mut marks = Vec::new();
         let mut near = Vec::with_capacity(pages.len());
@@ -146,14 +173,26 @@ impl<B: Backend> Engine<B> {
             };
             near.push(found);
         }
-        {
+        let learned = self
+            .learning()
+            .as_mut()
+            .map(Learning::learned)
+            .unwrap_or_default();
+        let evidence = {
             let mut dust = self.dust();
+            for set in learned {
+                dust.learned(set);
+            }
             for ((url, fp), near) in pages.iter().zip(&near) {
                 if near.is_some() {
                     dust.near_duplicate();
                 }
                 marks.extend(dust.observe(url, *fp));
             }
+            dust.take_evidence()
+        };
+        if let Some(learning) = &*self.learning() {
+            learning.send(evidence);
         }
         {
             let mut records = self.records();
@@ -398,6 +437,7 @@ async fn drive<B: Backend>(
     );
     let workers = config.workers;
     let dust = open_dust(&config, &*backend, &mut records).await?;
+    let learning = config.learn.then(Learning::start);
     let budget = Arc::new(FetchBudget::new(config.max_pages, backend.pages_before()));
     let canon = Canonicalizer::keeping_userinfo(config.keep_userinfo);
     let ctx = Arc::new(Context {
@@ -430,6 +470,7 @@ async fn drive<B: Backend>(
         interrupted: AtomicBool::new(false),
         flagged: AtomicBool::new(false),
         dust: Mutex::new(dust),
+        learning: Mutex::new(learning),
         rules_read: Mutex::new(None),
     });
     let _ = monitor.refresh.set(refresh_from(Arc::downgrade(&engine)));
@@ -487,6 +528,19 @@ async fn drive<B: Backend>(
     outbox.close();
     let _ = committer.await;
     background.abort();
+    // What the learner has left to learn, in the rules file too.
+    let learning = engine.learning().take();
+    if let Some(mut learning) = learning {
+        match learning.finish().await {
+            Ok(sets) => {
+                let mut dust = engine.dust();
+                for set in sets {
+                    dust.learned(set);
+                }
+            }
+            Err(e) => engine.fail(e),
+        }
+    }
 
     let fatal = engine
         .fatal
@@ -517,7 +571,15 @@ async fn drive<B: Backend>(
     };
     let BackendReport { extra, .. } = &report;
     let extra = extra.clone();
-    let summary = Summary::new(&engine.ctx.config, &mut engine.records(), &report, ending);
+    let active = engine.dust().active();
+    let rules = active.then(|| engine.rule_figures());
+    let summary = Summary::new(
+        &engine.ctx.config,
+        &mut engine.records(),
+        &report,
+        ending,
+        rules,
+    );
     Ok(Report {
         summary: Box::new(summary),
         extra,
@@ -721,18 +783,12 @@ fn refresh_from<B: Backend>(engine: Weak<Engine<B>>) -> Refresh {
         ] {
             counter.store(value, Ordering::Relaxed);
         }
-        let saved = r
-            .skips
-            .counts()
-            .get(&crate::skip::SkipReason::DustRule)
-            .copied()
-            .unwrap_or(0);
         c.set_skips(r.skips.counts());
         drop(r);
-        let d = engine.dust().figures;
+        let d = engine.rule_figures();
         for (counter, value) in [
-            (&c.rules, d.rules),
-            (&c.saved, saved),
+            (&c.rules, d.applied),
+            (&c.saved, d.saved),
             (&c.rule_checks, d.checks),
             (&c.rules_rejected, d.rejected),
         ] {

@@ -76,6 +76,7 @@ mod files;
 mod job;
 mod journal;
 mod kernel;
+mod learner;
 mod links;
 mod logger;
 mod mirror;

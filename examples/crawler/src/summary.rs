@@ -56,6 +56,21 @@ pub(crate) struct Summary {
     pub(crate) warc: bool,
     pub(crate) mirror: bool,
     pub(crate) panics: u64,
+    /// What URL rules did (`--learn`, `--rules`), when the run had any.
+    pub(crate) rules: Option<RuleFigures>,
+}
+
+/// The figures of URL rules the status page shows, at the end of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RuleFigures {
+    /// Rules applied (confirmed, or given with `--rules`).
+    pub(crate) applied: u64,
+    /// Links skipped because a rule maps them onto a page already fetched or queued.
+    pub(crate) saved: u64,
+    /// Fetches that checked a candidate rule.
+    pub(crate) checks: u64,
+    /// Candidates removed by a wrong prediction.
+    pub(crate) rejected: u64,
 }
 
 impl Summary {
@@ -66,6 +81,7 @@ impl Summary {
         records: &mut Records,
         report: &BackendReport,
         ending: Ending,
+        rules: Option<RuleFigures>,
     ) -> Self {
         let skips = records
             .skips
@@ -93,6 +109,7 @@ impl Summary {
             warc: config.warc,
             mirror: config.mirror,
             panics: ending.panics,
+            rules,
         }
     }
 
@@ -239,6 +256,16 @@ impl Summary {
             "seconds": self.elapsed.as_secs_f64(),
             "skips": skips,
         });
+        // The names of `/status.json`.
+        let r = self.rules.unwrap_or_default();
+        for (name, value) in [
+            ("rules", r.applied),
+            ("saved", r.saved),
+            ("rule_checks", r.checks),
+            ("rules_rejected", r.rejected),
+        ] {
+            out[name] = value.into();
+        }
         if let (Some(out), serde_json::Value::Object(extra)) = (out.as_object_mut(), extra) {
             out.extend(extra);
         }
@@ -336,6 +363,13 @@ impl fmt::Display for Summary {
             "  retries          {} fetches tried again after a passing failure (--retries)",
             s.retries
         )?;
+        if let Some(r) = self.rules {
+            writeln!(
+                f,
+                "  rules            {} applied: {} fetches saved, {} checks, {} rejected",
+                r.applied, r.saved, r.checks, r.rejected
+            )?;
+        }
         writeln!(f, "  sitemaps         {} page URLs listed", s.sitemap_urls)?;
         writeln!(f, "  nofollow         {} links not followed", s.nofollow)?;
         writeln!(

@@ -1,59 +1,41 @@
 //! `--learn` and `--rules` end to end, on generated sites whose aliases are known by
-//! construction (`url_dedup_rules::testing::Site`), served on loopback.
-//!
-//! Each page of the served site links to every URL of two other pages (a tree over the pages,
-//! the home page at its root), so a crawl from `/` meets every URL of every page, and an alias
-//! left out loses no link: its page's links are on every URL of it.
+//! construction (`common/dust_site.rs`), served on loopback.
 
 mod common;
+#[path = "common/dust_site.rs"]
+mod dust_site;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::shared::{finish_summary, spawn};
-use common::{Reply, Site, crawl, crawl_ending, skipped_for, temp_out};
+use common::{
+    Gate, Lines, Reply, Site, StatusPage, crawl, crawl_ending, skipped_for, temp_out, wait_until,
+};
+use dust_site::DustPages;
 
 /// A generated site served on loopback.
 struct DustSite {
     site: Site,
-    /// Path and query of each URL, with its page.
-    page_of: BTreeMap<String, u64>,
+    pages: Arc<DustPages>,
 }
 
 impl DustSite {
     fn start(seed: u64, articles: usize) -> Self {
-        let generated = url_dedup_rules::testing::Site::generate(seed, articles);
-        let prefix = format!("https://{}", generated.host());
-        let rest = |u: &str| u.strip_prefix(&prefix).unwrap().to_owned();
-        // Pages in order, the home page first; each with its URLs.
-        let mut order: Vec<u64> = Vec::new();
-        let mut urls: HashMap<u64, Vec<String>> = HashMap::new();
-        let home = generated
-            .urls()
-            .iter()
-            .find(|u| rest(&u.url) == "/")
-            .unwrap()
-            .page;
-        order.push(home);
-        for u in generated.urls() {
-            if !order.contains(&u.page) {
-                order.push(u.page);
-            }
-            urls.entry(u.page).or_default().push(rest(&u.url));
-        }
-        let position: HashMap<u64, usize> =
-            order.iter().enumerate().map(|(i, &p)| (p, i)).collect();
-        let page_of: BTreeMap<String, u64> = generated
-            .urls()
-            .iter()
-            .map(|u| (rest(&u.url), u.page))
-            .collect();
+        Self::start_holding(seed, articles, None)
+    }
+
+    /// The site of `seed`; with `hold`, the page last in the tree answers only once the gate
+    /// is open.
+    fn start_holding(seed: u64, articles: usize, hold: Option<&Gate>) -> Self {
+        let pages = Arc::new(DustPages::generate(seed, articles));
         let fetches = Arc::new(Mutex::new(0u64));
-        let (lookup, generated) = (page_of.clone(), Arc::new(generated));
+        let (served, hold) = (pages.clone(), hold.cloned());
+        let last = *pages.order().last().unwrap();
         let site = Site::start(move |target, _| {
-            let Some(page) = lookup.get(target) else {
+            let Some(page) = served.page_of(target) else {
                 return Reply::not_found();
             };
             let n = {
@@ -61,42 +43,29 @@ impl DustSite {
                 *f += 1;
                 *f
             };
-            let html = generated.html(&format!("{prefix}{target}"), n).unwrap();
-            // The generated listings link to paths the site does not have.
-            let html = html.replace("href=\"/", "data-href=\"/");
-            let k = position[page];
-            let mut nav = String::from("<nav>");
-            for child in [2 * k + 1, 2 * k + 2] {
-                if let Some(p) = order.get(child) {
-                    for u in &urls[p] {
-                        nav.push_str(&format!(
-                            "<a href=\"{}\">more</a> ",
-                            u.replace('&', "&amp;")
-                        ));
-                    }
-                }
+            let reply = Reply::html(served.html(target, n).unwrap());
+            match &hold {
+                Some(gate) if page == last => reply.held(gate),
+                _ => reply,
             }
-            nav.push_str("</nav></body>");
-            Reply::html(html.replace("</body>", &nav))
         });
-        Self { site, page_of }
+        Self { site, pages }
     }
 
     fn pages(&self) -> usize {
-        self.page_of.values().collect::<BTreeSet<_>>().len()
+        self.pages.pages()
     }
 
     /// The page of an absolute URL of this site.
     fn page(&self, url: &str) -> Option<u64> {
-        let rest = url.strip_prefix(&self.site.origin)?;
-        self.page_of.get(rest).copied()
+        self.pages.page_of(url.strip_prefix(&self.site.origin)?)
     }
 
     /// What a crawl fetched: requests per page.
     fn fetches_per_page(&self) -> BTreeMap<u64, u32> {
         let mut per = BTreeMap::new();
         for (target, n) in self.site.hits() {
-            if let Some(&p) = self.page_of.get(&target) {
+            if let Some(p) = self.pages.page_of(&target) {
                 *per.entry(p).or_default() += n;
             }
         }
@@ -115,10 +84,10 @@ fn args(extra: &[&str]) -> Vec<String> {
     ARGS.iter().chain(extra).map(|s| s.to_string()).collect()
 }
 
-fn run(out: &Path, site: &DustSite, extra: &[&str]) {
+fn run(out: &Path, site: &DustSite, extra: &[&str]) -> std::process::Output {
     let a = args(extra);
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    crawl(out, &site.site.url("/"), &a);
+    crawl(out, &site.site.url("/"), &a)
 }
 
 /// The rule lines (no details) of a rules file with their status.
@@ -162,7 +131,8 @@ fn learning_avoids_most_duplicate_fetches_and_skips_no_page() {
 
     let site = DustSite::start(1, 80);
     let (_d1, out) = temp_out();
-    run(&out, &site, &["--learn"]);
+    let summary = run(&out, &site, &["--learn", "--json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&summary.stdout).unwrap();
     let after = site.fetches_per_page();
     // No page is missed...
     assert_eq!(after.len(), site.pages(), "pages missed with --learn");
@@ -196,6 +166,14 @@ fn learning_avoids_most_duplicate_fetches_and_skips_no_page() {
     assert_eq!(mode & 0o777, 0o600);
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!confirmed(&text).is_empty(), "{text}");
+    // The summary has the figures of the status page's rules tile.
+    let rules = confirmed(&text).len() as u64;
+    assert_eq!(summary["rules"].as_u64(), Some(rules), "{summary}");
+    assert_eq!(summary["saved"].as_u64(), Some(skipped.len() as u64));
+    assert_eq!(summary["skips"]["dust-rule"], summary["saved"]);
+    // A rule is confirmed by three checks.
+    assert!(summary["rule_checks"].as_u64().unwrap() >= 3, "{summary}");
+    assert!(summary["rules_rejected"].is_u64(), "{summary}");
     // The page log names near duplicates: fetches of an alias before its rule was confirmed.
     let log = std::fs::read_to_string(out.join("pages.tsv")).unwrap();
     let near = log
@@ -227,7 +205,8 @@ fn a_rules_file_applies_without_learning() {
     let file = rules_dir.join("site.rules");
     std::fs::write(&file, text).unwrap();
     let (_d2, out2) = temp_out();
-    run(&out2, &again, &["--rules", file.to_str().unwrap()]);
+    let summary = run(&out2, &again, &["--rules", file.to_str().unwrap()]);
+    let summary = String::from_utf8(summary.stdout).unwrap();
     let per = again.fetches_per_page();
     assert_eq!(per.len(), again.pages());
     let given = duplicate_fetches(&per);
@@ -235,7 +214,14 @@ fn a_rules_file_applies_without_learning() {
         given < learning,
         "{given} duplicate fetches with the file, {learning} learning"
     );
-    assert!(!skipped_for(&out2, "dust-rule").is_empty());
+    let saved = skipped_for(&out2, "dust-rule").len();
+    assert!(saved > 0);
+    // The summary names what the rules did: every rule given is applied, unchecked.
+    let line = format!(
+        "  rules            {} applied: {saved} fetches saved, 0 checks, 0 rejected",
+        rules_in(&learned).len()
+    );
+    assert!(summary.contains(&line), "{line:?} not in\n{summary}");
     assert!(
         !out2.join("rules.txt").exists(),
         "nothing learned, nothing saved"
@@ -384,4 +370,172 @@ fn a_shared_crawl_shares_its_rules() {
     );
     assert_eq!(summary["fetched"].as_u64(), Some(0), "{summary}");
     assert_eq!(rules(&c), ra);
+}
+
+#[test]
+fn a_learning_in_progress_holds_no_commit() {
+    // A chain of distinct pages: each is found only on the page before it, so each fetch
+    // after the first needs the commit of the page before.
+    const LAST: usize = 60;
+    let site = Site::start(|target, _| {
+        let Some(n) = target
+            .strip_prefix("/p/")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return Reply::not_found();
+        };
+        let next = match n < LAST {
+            true => format!("<a href=\"/p/{}\">next</a>", n + 1),
+            false => String::new(),
+        };
+        Reply::html(format!(
+            "<html><body><main><p>chapter {n} of the tale, where the river turns {n} times \
+             </p></main>{next}</body></html>"
+        ))
+    });
+    // The learner asks `holder` before each learning, and waits for its answer.
+    let gate = Gate::default();
+    let g = gate.clone();
+    let holder = Site::start(move |_, _| Reply::html("go").held(&g));
+    let (_d, out) = temp_out();
+    let mut child = common::crawler(&out)
+        .arg(site.url("/p/0"))
+        .args(args(&["--learn"]))
+        .env("CRAWLER_TEST_HOLD_LEARNING", holder.url("/learning"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The host's first learning (after 20 pages) is under way and held...
+    wait_until(Duration::from_secs(120), || holder.hit("/learning") > 0);
+    // ...and the crawl goes on: 20 pages later, each committed while it is held.
+    wait_until(Duration::from_secs(120), || site.hit("/p/45") > 0);
+    assert_eq!(holder.hit("/learning"), 1, "the learner is still held");
+    gate.open();
+    assert!(common::wait_exit(&mut child, Duration::from_secs(120)).success());
+    assert!((0..=LAST).all(|n| site.hit(&format!("/p/{n}")) == 1));
+    // Every page is in the page log.
+    let log = std::fs::read_to_string(out.join("pages.tsv")).unwrap();
+    assert_eq!(log.lines().count(), LAST + 1);
+}
+
+#[test]
+fn the_status_page_shows_what_the_rules_did() {
+    let gate = Gate::default();
+    let site = DustSite::start_holding(5, 80, Some(&gate));
+    let (_d, out) = temp_out();
+    let mut child = common::crawler(&out)
+        .arg(site.site.url("/"))
+        .args(args(&["--learn", "--json", "--status", "127.0.0.1:0"]))
+        .args(["--timeout-ms", "600000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = Lines::new(child.stderr.take().unwrap());
+    let mut stdout = child.stdout.take().unwrap();
+    let page = StatusPage::announced(&mut stderr);
+    // The page last in the tree is held: the crawl waits there, its rules at work. Figures
+    // read while a commit goes on may differ; the JSON and the tile then agree on a reread.
+    let tile = |s: &serde_json::Value| {
+        let n = |k: &str| s[k].as_u64().unwrap();
+        format!(
+            "data-figure=\"rules\"><span class=label>rules</span><span class=value>{}</span>\
+             <span class=note>{} fetches saved, {} checks, {} rejected</span>",
+            n("rules"),
+            n("saved"),
+            n("rule_checks"),
+            n("rules_rejected")
+        )
+    };
+    let mut during = serde_json::Value::Null;
+    wait_until(Duration::from_secs(300), || {
+        during = page.status();
+        let working = during["rules"].as_u64() > Some(0) && during["saved"].as_u64() > Some(0);
+        working && page.get("/").body.contains(&tile(&during))
+    });
+    gate.open();
+    assert!(common::wait_exit(&mut child, Duration::from_secs(300)).success());
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+    let after: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Each figure only grows, and the summary ends with what the page showed last.
+    for k in ["rules", "saved", "rule_checks", "rules_rejected"] {
+        assert!(
+            after[k].as_u64() >= during[k].as_u64(),
+            "{k}: {during} {after}"
+        );
+    }
+    assert!(after["rule_checks"].as_u64() >= Some(3), "{after}");
+    assert_eq!(
+        after["saved"].as_u64(),
+        Some(skipped_for(&out, "dust-rule").len() as u64)
+    );
+}
+
+#[test]
+fn a_shared_crawl_names_near_duplicates_another_process_fetched() {
+    let Some(redis) = url_dedup_redis::testing::RedisServer::start_or_skip("near duplicates")
+    else {
+        return;
+    };
+    // Two pages one word apart: near duplicates, not identical.
+    let words = "the harbour master counted the boats that came in with the tide, and \
+                 wrote each name in a ledger kept under the counter of the old customs house";
+    let x = format!("<html><body><main><p>{words} at dusk</p></main></body></html>");
+    let y = format!("<html><body><main><p>{words} at night</p></main></body></html>");
+    let fp = |b: &str| url_dedup_fingerprint::Fingerprinter::new().fingerprint(b.as_bytes());
+    let (fx, fy) = (fp(&x), fp(&y));
+    assert_ne!(fx.exact, fy.exact);
+    assert!((1..=3).contains(&fx.simhash.distance(fy.simhash)));
+    let site = Site::start(move |target, _| match target {
+        "/" => Reply::html(r#"<a href="/x">x</a> <a href="/y">y</a>"#),
+        "/x" => Reply::html(x.clone()),
+        "/y" => Reply::html(y.clone()),
+        _ => Reply::not_found(),
+    });
+    let (_d, root) = temp_out();
+    let (a, b) = (root.join("a"), root.join("b"));
+    let seed = site.url("/");
+    // The first process fetches the seed and one of the pair, and leaves; the second fetches
+    // the other.
+    let learn = ["--learn", "--no-mirror", "--workers", "1"];
+    let first = [&learn[..], &["--max-pages", "2"]].concat();
+    finish_summary(
+        spawn(&a, &redis.url(), "near", &seed, &first),
+        Duration::from_secs(120),
+    );
+    finish_summary(
+        spawn(&b, &redis.url(), "near", &seed, &learn),
+        Duration::from_secs(120),
+    );
+    assert_eq!(site.hit("/x") + site.hit("/y"), 2, "{:?}", site.hits());
+    let log = |dir: &Path| -> Vec<Vec<String>> {
+        let file = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("pages-")
+            })
+            .unwrap();
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .map(|l| l.split('\t').map(str::to_owned).collect())
+            .collect()
+    };
+    let (la, lb) = (log(&a), log(&b));
+    let pair = |l: &[Vec<String>]| -> Vec<Vec<String>> {
+        l.iter()
+            .filter(|f| f[0] == site.url("/x") || f[0] == site.url("/y"))
+            .cloned()
+            .collect()
+    };
+    let (pa, pb) = (pair(&la), pair(&lb));
+    assert_eq!((pa.len(), pb.len()), (1, 1), "{la:?}\n{lb:?}");
+    // The first of the pair had no near duplicate; the second names the first's page.
+    assert_eq!(pa[0].get(4).map(String::as_str).unwrap_or(""), "", "{la:?}");
+    assert_eq!(pb[0].get(4), Some(&pa[0][0]), "{lb:?}");
 }
