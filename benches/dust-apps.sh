@@ -39,14 +39,15 @@ PROBES=${PROBES:-1000}
 WORK=$(mktemp -d /tmp/dust-apps.XXXXXX)
 PIDS=()
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  # php -S forks its workers: they go with their parent.
+  for p in "${PIDS[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 need=()
 command -v php >/dev/null 2>&1 || need+=(php-cli)
-php -m 2>/dev/null | grep -qi sqlite3 || need+=(php-sqlite3)
+php -m 2>/dev/null | grep -qi '^pdo_sqlite$' || need+=(php-sqlite3)
 php -m 2>/dev/null | grep -qi '^xml$' || need+=(php-xml)
 php -m 2>/dev/null | grep -qi mbstring || need+=(php-mbstring)
 php -m 2>/dev/null | grep -qi intl || need+=(php-intl)
@@ -218,7 +219,7 @@ for APP in $APPS; do
   printf 'duplicate-content fetches per request avoided by --learn: %s\n' \
     "$(python3 -c "p=$PLAIN_DUP; l=$LEARN_DUP; print(f'{100*(p-l)/p:.0f}% ({p} plain, {l} --learn)' if p else 'no duplicates plain')")"
   echo "load after $APP: $(cut -d' ' -f1-3 /proc/loadavg)"
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   PIDS=()
 done
 echo
