@@ -157,6 +157,7 @@ pub(crate) fn extract(
         let Some(raw) = el.get_attribute(attr) else {
             return Ok(());
         };
+        let raw = crate::entities::decode(&raw).into_owned();
         let nofollow = opts.respect_nofollow
             && el.get_attribute("rel").is_some_and(|rel| {
                 rel.split_ascii_whitespace()
@@ -171,6 +172,7 @@ pub(crate) fn extract(
         let Some(raw) = el.get_attribute("srcset") else {
             return Ok(());
         };
+        let raw = crate::entities::decode(&raw).into_owned();
         let rewritten = rewrite_srcset(&raw, |url| take(url, LinkKind::Requisite, false));
         if rewriting {
             el.set_attribute("srcset", &rewritten)?;
@@ -184,6 +186,7 @@ pub(crate) fn extract(
         let Some(raw) = el.get_attribute("style") else {
             return Ok(());
         };
+        let raw = crate::entities::decode(&raw).into_owned();
         let rewritten = inline_css(&raw);
         if rewriting && rewritten != raw {
             el.set_attribute("style", &rewritten)?;
@@ -204,6 +207,7 @@ pub(crate) fn extract(
                 // Only the first <base> counts (HTML standard).
                 if p.base.is_none() {
                     let href = el.get_attribute("href").unwrap_or_default();
+                    let href = crate::entities::decode(&href);
                     let base = resolve(page, href.trim(), opts.query_encoding);
                     p.base = Some(base.unwrap_or_else(|_| page.clone()));
                 }

@@ -70,6 +70,7 @@ mod demo;
 mod done;
 mod dust;
 mod engine;
+mod entities;
 mod error;
 mod fetch;
 mod files;

@@ -767,3 +767,34 @@ fn options_given_with_the_demo_are_refused_by_name() {
     );
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn character_references_in_links_are_decoded() {
+    // DokuWiki and MediaWiki write `&amp;` between query parameters, as HTML requires.
+    let site = Site::start(|target, _| match target {
+        "/" => Reply::html(
+            "<a href=\"/doku.php?id=a&amp;do=edit\">edit</a>\
+             <a href=\"/doku.php?id=b&#38;rev=1\">old</a>\
+             <a href=\"/list?a=1&copy=2\">as written</a>",
+        ),
+        _ => Reply::html("page"),
+    });
+    let (_tmp, out) = temp_out();
+    crawl(&out, &site.url("/"), &["--no-warc", "--no-mirror"]);
+    let hits = site.hits();
+    assert_eq!(
+        site.hit("/doku.php?do=edit&id=a") + site.hit("/doku.php?id=a&do=edit"),
+        1,
+        "{hits:?}"
+    );
+    assert_eq!(
+        site.hit("/doku.php?id=b&rev=1") + site.hit("/doku.php?rev=1&id=b"),
+        1,
+        "{hits:?}"
+    );
+    assert_eq!(site.hit("/list?a=1&copy=2"), 1, "{hits:?}");
+    assert!(
+        !hits.keys().any(|k| k.contains("amp;") || k.contains('#')),
+        "{hits:?}"
+    );
+}
