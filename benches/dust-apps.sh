@@ -113,7 +113,8 @@ setup_mediawiki() {
     --server "http://127.0.0.1:$PORT" --scriptpath "" --lang en --pass BenchPassword1234 \
     Bench admin > "$D/install.log" 2>&1
   python3 "$ROOT/benches/apps/fill_mediawiki.py" "$D/pages" "$PAGES" > "$D/ids"
-  (cd "$w" && nice php maintenance/importTextFiles.php --rc -s "first revision" "$D/pages/v1"/* > "$D/import1.log" 2>&1 &&
+  # --overwrite: Main_Page exists after install.php and is replaced by the generated one.
+  (cd "$w" && nice php maintenance/importTextFiles.php --overwrite --rc -s "first revision" "$D/pages/v1"/* > "$D/import1.log" 2>&1 &&
     nice php maintenance/importTextFiles.php --overwrite --rc -s "second revision" "$D/pages/v2"/* > "$D/import2.log" 2>&1 &&
     nice php maintenance/runJobs.php > "$D/jobs.log" 2>&1)
   serve mediawiki "$w"
