@@ -170,6 +170,12 @@ run() {
   wall=$(python3 -c "print(f'{$end - $start:.1f}')")
   rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$D/time.txt")
   fingerprints
+  if [ -f "$D/out/crawl/skipped.tsv" ]; then
+    # Why the crawler left links unfetched: the limit that ended a crawl before the bound.
+    { printf '%s, %s: skipped URLs by reason:' "$APP" "$name"
+      cut -f1 "$D/out/crawl/skipped.tsv" | sort | uniq -c | sort -rn | awk '{printf " %s %s", $2, $1}'
+      echo; } >> "$RESULTS/skips.txt"
+  fi
   local extra="" learn_cols="| | | |"
   if [ -f "$D/out/crawl/skipped.tsv" ] && [[ "$name" == *learn* ]]; then
     awk -F'\t' '$1=="dust-rule" {print $3}' "$D/out/crawl/skipped.tsv" | sort -u > "$D/skipped"
@@ -224,6 +230,7 @@ for APP in $APPS; do
   PIDS=()
 done
 echo
+[ -f "$RESULTS/skips.txt" ] && cat "$RESULTS/skips.txt" && echo
 for f in "$RESULTS"/*-rules.txt; do
   [ -f "$f" ] || continue
   echo "rules learned ($(basename "$f" -rules.txt)):"
