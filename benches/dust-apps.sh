@@ -113,7 +113,8 @@ setup_mediawiki() {
     --server "http://127.0.0.1:$PORT" --scriptpath "" --lang en --pass BenchPassword1234 \
     Bench admin > "$D/install.log" 2>&1
   python3 "$ROOT/benches/apps/fill_mediawiki.py" "$D/pages" "$PAGES" > "$D/ids"
-  (cd "$w" && nice php maintenance/importTextFiles.php --rc -s "first revision" "$D/pages/v1"/* > "$D/import1.log" 2>&1 &&
+  # --overwrite: Main_Page exists after install.php and is replaced by the generated one.
+  (cd "$w" && nice php maintenance/importTextFiles.php --overwrite --rc -s "first revision" "$D/pages/v1"/* > "$D/import1.log" 2>&1 &&
     nice php maintenance/importTextFiles.php --overwrite --rc -s "second revision" "$D/pages/v2"/* > "$D/import2.log" 2>&1 &&
     nice php maintenance/runJobs.php > "$D/jobs.log" 2>&1)
   serve mediawiki "$w"
@@ -169,6 +170,12 @@ run() {
   wall=$(python3 -c "print(f'{$end - $start:.1f}')")
   rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$D/time.txt")
   fingerprints
+  if [ -f "$D/out/crawl/skipped.tsv" ]; then
+    # Why the crawler left links unfetched: the limit that ended a crawl before the bound.
+    { printf '%s, %s: skipped URLs by reason:' "$APP" "$name"
+      cut -f1 "$D/out/crawl/skipped.tsv" | sort | uniq -c | sort -rn | awk '{printf " %s %s", $2, $1}'
+      echo; } >> "$RESULTS/skips.txt"
+  fi
   local extra="" learn_cols="| | | |"
   if [ -f "$D/out/crawl/skipped.tsv" ] && [[ "$name" == *learn* ]]; then
     awk -F'\t' '$1=="dust-rule" {print $3}' "$D/out/crawl/skipped.tsv" | sort -u > "$D/skipped"
@@ -223,6 +230,7 @@ for APP in $APPS; do
   PIDS=()
 done
 echo
+[ -f "$RESULTS/skips.txt" ] && cat "$RESULTS/skips.txt" && echo
 for f in "$RESULTS"/*-rules.txt; do
   [ -f "$f" ] || continue
   echo "rules learned ($(basename "$f" -rules.txt)):"
