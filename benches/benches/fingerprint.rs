@@ -18,7 +18,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use url_dedup_benches::near_pages;
+use url_dedup_benches::near_pages::{self, strip_tags};
 use url_dedup_fingerprint::{Fingerprinter, NearIndex, SimHash, feature_hash};
 
 fn pages() -> Vec<String> {
@@ -39,30 +39,6 @@ fn pages() -> Vec<String> {
         .map(|p| p.a)
         .take(200)
         .collect()
-}
-
-/// The page's text without tags, scripts and styles, as a user of a text SimHash makes it.
-fn strip_tags(html: &str) -> String {
-    let mut out = String::with_capacity(html.len() / 2);
-    let mut rest = html;
-    while let Some(lt) = rest.find('<') {
-        out.push_str(&rest[..lt]);
-        out.push(' ');
-        rest = &rest[lt..];
-        let lower = rest.get(..7).unwrap_or(rest).to_ascii_lowercase();
-        let skip_to = if lower.starts_with("<script") {
-            "</script>"
-        } else if lower.starts_with("<style") {
-            "</style>"
-        } else {
-            ">"
-        };
-        rest = rest
-            .find(skip_to)
-            .map_or("", |end| &rest[end + skip_to.len()..]);
-    }
-    out.push_str(rest);
-    out
 }
 
 fn fingerprints(c: &mut Criterion) {

@@ -13,7 +13,7 @@
 //! documentation installed with the toolchain (`RUST_DOCS` to point elsewhere).
 #![allow(missing_docs)]
 
-use url_dedup_benches::near_pages::{self, Pair};
+use url_dedup_benches::near_pages::{self, Pair, strip_tags};
 use url_dedup_fingerprint::Fingerprinter;
 
 const K: u32 = 3;
@@ -25,35 +25,6 @@ type Judge = Box<dyn Fn(&str, &str) -> bool>;
 struct Method {
     name: &'static str,
     same: Judge,
-}
-
-/// The text of a page without its tags, scripts and styles: what one gives a text SimHash.
-fn strip_tags(html: &str) -> String {
-    let mut out = String::with_capacity(html.len() / 2);
-    let mut rest = html;
-    while let Some(lt) = rest.find('<') {
-        out.push_str(&rest[..lt]);
-        out.push(' ');
-        rest = &rest[lt..];
-        let lower: String = rest
-            .chars()
-            .take(8)
-            .collect::<String>()
-            .to_ascii_lowercase();
-        let skip_to = if lower.starts_with("<script") {
-            "</script>"
-        } else if lower.starts_with("<style") {
-            "</style>"
-        } else {
-            ">"
-        };
-        match rest.find(skip_to) {
-            Some(end) => rest = &rest[end + skip_to.len()..],
-            None => rest = "",
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 fn methods() -> Vec<Method> {

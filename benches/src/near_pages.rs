@@ -544,3 +544,39 @@ pub fn real(docs: &Path, per_kind: usize, seed: u64) -> Vec<Pair> {
     }
     pairs
 }
+
+/// The text of a page without its tags, scripts and styles: what one gives a text SimHash.
+///
+/// # Examples
+///
+/// ```
+/// let text = url_dedup_benches::near_pages::strip_tags("<p>a<script>x</script>b</p>");
+/// assert!(text.contains('a') && text.contains('b') && !text.contains('x'));
+/// ```
+pub fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len() / 2);
+    let mut rest = html;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        out.push(' ');
+        rest = &rest[lt..];
+        let lower: String = rest
+            .chars()
+            .take(8)
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let skip_to = if lower.starts_with("<script") {
+            "</script>"
+        } else if lower.starts_with("<style") {
+            "</style>"
+        } else {
+            ">"
+        };
+        match rest.find(skip_to) {
+            Some(end) => rest = &rest[end + skip_to.len()..],
+            None => rest = "",
+        }
+    }
+    out.push_str(rest);
+    out
+}

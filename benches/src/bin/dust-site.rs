@@ -13,22 +13,9 @@ use std::path::Path;
 
 use url_dedup_rules::testing::{Site, SiteUrl};
 
-/// The site's URLs in a fixed order that mixes pages (as `crates/cli/tests/learn.rs` does).
-fn crawl_order(site: &Site) -> Vec<SiteUrl> {
-    let mut urls = site.urls().to_vec();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    for i in (1..urls.len()).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        urls.swap(i, (state % (i as u64 + 1)) as usize);
-    }
-    urls
-}
-
 fn site(seed: u64, articles: usize, dir: &Path) -> std::io::Result<()> {
     let site = Site::generate(seed, articles);
-    let urls = crawl_order(&site);
+    let urls = site.crawl_order();
     let learned = |u: &SiteUrl| u.page.is_multiple_of(2);
     std::fs::write(
         dir.join("crawl.warc"),

@@ -13,19 +13,6 @@ fn url_dedup() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin!("url-dedup"))
 }
 
-/// The site's URLs in a fixed order that mixes pages and puts aliases first now and then.
-fn crawl_order(site: &Site) -> Vec<SiteUrl> {
-    let mut urls = site.urls().to_vec();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    for i in (1..urls.len()).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        urls.swap(i, (state % (i as u64 + 1)) as usize);
-    }
-    urls
-}
-
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(bytes).unwrap();
@@ -89,7 +76,7 @@ fn rules_learned_from_a_warc_fold_the_aliases_of_unseen_pages() {
     let (mut with, mut without) = (Measure::default(), Measure::default());
     for seed in [11, 12, 13] {
         let site = Site::generate(seed, 120);
-        let urls = crawl_order(&site);
+        let urls = site.crawl_order();
         let learned_from = |u: &SiteUrl| u.page.is_multiple_of(2);
         // The crawl: every URL of the pages learned from, in crawl order, gzipped.
         let warc = site.warc(
@@ -155,7 +142,7 @@ fn rules_learned_from_a_warc_fold_the_aliases_of_unseen_pages() {
 fn rules_learned_from_a_cdx_index() {
     let dir = tempfile::tempdir().unwrap();
     let site = Site::generate(21, 60);
-    let urls = crawl_order(&site);
+    let urls = site.crawl_order();
     let mut cdx = String::from(" CDX N b a m s k r M S V g\n");
     for u in urls.iter().filter(|u| u.page.is_multiple_of(2)) {
         cdx.push_str(&format!(

@@ -339,6 +339,28 @@ impl Site {
         &self.urls
     }
 
+    /// Every URL of the site in a fixed order that mixes pages, so aliases come now and then
+    /// before their page's first URL (a fixed xorshift shuffle: every run sees one order).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let site = url_dedup_rules::testing::Site::generate(1, 5);
+    /// assert_eq!(site.crawl_order().len(), site.urls().len());
+    /// assert_eq!(site.crawl_order(), site.crawl_order());
+    /// ```
+    pub fn crawl_order(&self) -> Vec<SiteUrl> {
+        let mut urls = self.urls.clone();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for i in (1..urls.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            urls.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        urls
+    }
+
     /// The number of distinct pages.
     ///
     /// # Examples
