@@ -1,28 +1,13 @@
 //! The segment store's cache of known bits against a real redis-server: it changes no
 //! answer, spares Redis the URLs it knows, and is emptied when a connection is opened again.
 
-use url_dedup_bloom::{HashKey, SipHash13};
+use url_dedup_bloom::SipHash13;
 use url_dedup_redis::testing::RedisServer;
 use url_dedup_redis::{RedisSegmentStore, StoreOptions, WriteMode};
 use url_dedup_segmented::{Layout, MemoryStore, Placement, SegmentedBloomFilter};
 
-const KEY: HashKey = HashKey::from_bytes(*b"segment-store-ky");
-
-/// A filter for `items` URLs at 1% under `options`, hashed with the tests' fixed key.
-fn create(
-    url: &str,
-    options: StoreOptions,
-    items: u64,
-) -> SegmentedBloomFilter<SipHash13, RedisSegmentStore> {
-    let layout = RedisSegmentStore::layout_for(items, 0.01).unwrap();
-    RedisSegmentStore::create_filter(url, options, layout, SipHash13::new(KEY), items).unwrap()
-}
-
-fn urls(n: usize) -> Vec<String> {
-    (0..n)
-        .map(|i| format!("https://site{}.example/path/{i}", i % 97))
-        .collect()
-}
+mod common;
+use common::{KEY, create, urls};
 
 /// A small deterministic generator (xorshift), so the known-bits tests replay exactly.
 struct Rng(u64);

@@ -14,23 +14,8 @@ use url_dedup_redis::testing::RedisServer;
 use url_dedup_redis::{Error, RedisSegmentStore, StoreOptions, Uncertain, WriteMode};
 use url_dedup_segmented::{Layout, MemoryStore, Placement, SegmentedBloomFilter};
 
-const KEY: HashKey = HashKey::from_bytes(*b"segment-store-ky");
-
-/// A filter for `items` URLs at 1% under `options`, hashed with the tests' fixed key.
-fn create(
-    url: &str,
-    options: StoreOptions,
-    items: u64,
-) -> SegmentedBloomFilter<SipHash13, RedisSegmentStore> {
-    let layout = RedisSegmentStore::layout_for(items, 0.01).unwrap();
-    RedisSegmentStore::create_filter(url, options, layout, SipHash13::new(KEY), items).unwrap()
-}
-
-fn urls(n: usize) -> Vec<String> {
-    (0..n)
-        .map(|i| format!("https://site{}.example/path/{i}", i % 97))
-        .collect()
-}
+mod common;
+use common::{KEY, create, urls};
 
 /// What one racer admitted: each URL with the round it was admitted in. Rounds are the racers'
 /// shared clock: every racer starts round `r` only once all of them have finished round `r - 1`.
