@@ -16,7 +16,7 @@ use url_dedup_rules::testing::{Site, SiteUrl};
 fn site(seed: u64, articles: usize, dir: &Path) -> std::io::Result<()> {
     let site = Site::generate(seed, articles);
     let urls = site.crawl_order();
-    let learned = |u: &SiteUrl| u.page.is_multiple_of(2);
+    let learned = |u: &SiteUrl| u.from.is_multiple_of(2);
     std::fs::write(
         dir.join("crawl.warc"),
         site.warc(urls.iter().filter(|u| learned(u)).map(|u| u.url.as_str())),
@@ -36,32 +36,36 @@ fn measure(dir: &Path, kept: &Path) -> std::io::Result<()> {
         .lines()
         .collect::<Result<_, _>>()?;
     let text = std::fs::read_to_string(dir.join("pages.tsv"))?;
-    // Columns: over the pages not learned from, then over all pages.
+    // Columns: over the URLs linked from pages not learned from, then over all URLs. A page
+    // is seen and fetched by any URL (the sign-in form is linked from both halves).
     let mut row = Vec::new();
-    for judged in [false, true] {
-        let (mut seen, mut fetched) = (HashSet::new(), HashSet::new());
+    for all in [false, true] {
+        let (mut seen, mut fetched, mut pages) = (HashSet::new(), HashSet::new(), HashSet::new());
         let (mut urls, mut dups, mut dups_fetched, mut skipped, mut right) = (0, 0, 0, 0, 0);
         for line in text.lines() {
             let mut f = line.split('\t');
             let (Some(url), Some(page), Some(learned)) = (f.next(), f.next(), f.next()) else {
                 continue;
             };
-            if !judged && learned == "1" {
-                continue;
+            let judged = all || learned == "0";
+            let first_sight = seen.insert(page);
+            if judged {
+                urls += 1;
+                pages.insert(page);
+                dups += usize::from(!first_sight);
             }
-            urls += 1;
-            dups += usize::from(!seen.insert(page));
             if kept.contains(url) {
-                dups_fetched += usize::from(!fetched.insert(page));
-            } else {
+                let again = !fetched.insert(page);
+                dups_fetched += usize::from(judged && again);
+            } else if judged {
                 skipped += 1;
                 right += usize::from(fetched.contains(page));
             }
         }
-        let missed = seen.len() - fetched.len();
+        let missed = pages.iter().filter(|p| !fetched.contains(*p)).count();
         row.extend([
             urls,
-            seen.len(),
+            pages.len(),
             dups,
             dups - dups_fetched,
             skipped,

@@ -170,6 +170,7 @@ pub(crate) fn run(args: LearnArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let options = LearnOptions::default()
         .with_min_pages(args.min_pages)
+        .with_min_urls(args.min_urls)
         .with_max_distance(args.max_distance)
         .with_status(if args.confirmed {
             Status::Confirmed

@@ -70,7 +70,8 @@ fn parse(text: &str) -> Result<Loaded, (usize, String)> {
 /// `pages` is any iterable of `(url, digest)` or `(url, digest, simhash)` tuples: `digest`
 /// (`bytes` or `str`) identifies the content the URL served, so URLs of equal digests are one
 /// page; `simhash` (a 64-bit `int` or None) lets pages within `max_distance` bits count as
-/// neither the same nor different. URLs are canonicalized under `canonicalization` first
+/// neither the same nor different. A rule needs `min_pages` pages, or `min_urls` URLs, that
+/// it folds onto another URL of their page. URLs are canonicalized under `canonicalization` first
 /// (apply the rules with the same convention). Learned rules are candidates unless
 /// `confirmed`; `UrlDedup(rules=...)` applies both. Raises `InvalidUrlError` for a URL without
 /// a canonical form (nothing is learned).
@@ -84,6 +85,7 @@ fn parse(text: &str) -> Result<Loaded, (usize, String)> {
     *,
     canonicalization = Some("crawler"),
     min_pages = 3,
+    min_urls = 12,
     max_distance = 3,
     confirmed = false,
 ))]
@@ -92,6 +94,7 @@ pub(crate) fn learn(
     pages: &Bound<'_, PyAny>,
     canonicalization: Option<&str>,
     min_pages: u64,
+    min_urls: u64,
     max_distance: u32,
     confirmed: bool,
 ) -> PyResult<String> {
@@ -105,6 +108,7 @@ pub(crate) fn learn(
     };
     let options = LearnOptions::default()
         .with_min_pages(min_pages)
+        .with_min_urls(min_urls)
         .with_max_distance(max_distance)
         .with_status(status);
     let mut learner = Learner::new(options);

@@ -245,6 +245,15 @@ def test_learning_never_folds_pages_whose_contents_differ():
     assert ruled.check_and_insert("https://news.example/story/500?print=yes") is Outcome.NEW
 
 
+def test_a_form_with_a_return_address_per_article_is_learned_from_its_urls():
+    """One page with many URLs: fewer than min_pages pages, at least min_urls URLs."""
+    pages = [(f"https://wiki.example/story/{i}", f"story-{i}") for i in range(20)]
+    pages += [(f"https://wiki.example/login?returnto=story/{i}", "form") for i in range(20)]
+    ruled = UrlDedup(1_000, rules=learn(pages))
+    assert ruled.canonicalize("https://wiki.example/login?returnto=story/99") == "https://wiki.example/login"
+    assert UrlDedup(1_000, rules=learn(pages, min_urls=30)).rule_count == 0
+
+
 def test_learn_takes_bytes_or_text_digests_and_simhashes():
     as_text = learn(_alias_pages(range(20)))
     as_bytes = learn(_alias_pages(range(20), digest=lambda i: i.to_bytes(20, "big")))

@@ -6,14 +6,17 @@
 //!    that would map one onto the other ([`crate::diff`]): the parameters in which two URLs
 //!    of one path differ, the token-aligned substring that turns one spelling into the other
 //!    (also with its variable tokens as `*`, and with one more token of context), a default
-//!    document, a trailing slash. A candidate proposed by fewer than
-//!    [`LearnOptions::min_pages`] pages is dropped.
+//!    document, a trailing slash. A candidate is dropped unless at least
+//!    [`LearnOptions::min_pages`] pages propose it, or their URLs number at least
+//!    [`LearnOptions::min_urls`] (a form linked from every page with a different return
+//!    address is one or two pages with many URLs).
 //! 3. **Greedy acceptance.** Candidates are tried from the most pages to the fewest, the most
 //!    general first. A candidate is applied, after the rules accepted so far, to every URL of
 //!    the host; it is **rejected** if it puts two URLs of different pages on one URL (two
 //!    pages whose SimHashes are within [`LearnOptions::max_distance`] bits do not count as
 //!    different: a page with a counter in its text), or if it puts the URLs of fewer than
-//!    `min_pages` pages with another URL of their page. Otherwise it is accepted, with its support: the pages it folded,
+//!    `min_pages` pages, and fewer than `min_urls` URLs, with another URL of their page.
+//!    Otherwise it is accepted, with its support: the pages it folded,
 //!    the fetches it saves, and the share of its rewrites that landed on a URL of the same
 //!    page.
 //! 4. **Rounds.** The URLs of a page that the accepted rules left apart propose candidates
@@ -34,13 +37,17 @@ use crate::{Rule, RuleKind, RuleSet, Status, Support};
 ///
 /// ```
 /// let o = url_dedup_rules::LearnOptions::default();
-/// assert_eq!((o.min_pages, o.max_distance, o.predictions), (3, 3, 3));
+/// assert_eq!((o.min_pages, o.min_urls, o.max_distance, o.predictions), (3, 12, 3, 3));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LearnOptions {
     /// The fewest pages whose URLs a rule must fold, rightly, to be kept.
     pub min_pages: u64,
+    /// A rule backed by fewer than `min_pages` pages is still kept when it folds at least this
+    /// many URLs onto another URL of their page: the evidence of a login form linked from
+    /// every article with the article as its return address. `u64::MAX` turns this off.
+    pub min_urls: u64,
     /// Pages whose SimHashes are at most this many bits apart are not told apart (they
     /// neither support nor contradict a rule); `0` tells every digest apart.
     pub max_distance: u32,
@@ -57,6 +64,7 @@ impl Default for LearnOptions {
     fn default() -> Self {
         Self {
             min_pages: 3,
+            min_urls: 12,
             max_distance: 3,
             max_candidates: 2_000,
             predictions: 3,
@@ -75,6 +83,18 @@ impl LearnOptions {
     /// ```
     pub fn with_min_pages(mut self, min_pages: u64) -> Self {
         self.min_pages = min_pages.max(1);
+        self
+    }
+
+    /// The defaults with `min_urls` URLs (at least 1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(url_dedup_rules::LearnOptions::default().with_min_urls(40).min_urls, 40);
+    /// ```
+    pub fn with_min_urls(mut self, min_urls: u64) -> Self {
+        self.min_urls = min_urls.max(1);
         self
     }
 
@@ -430,8 +450,8 @@ impl<'a> HostLearner<'a> {
         for i in 0..self.taken.len() as u32 {
             by_page.entry(self.page(i)).or_default().push(i);
         }
-        // Candidate -> (pages proposing it, its most general rank).
-        let mut found: HashMap<RuleKind, (u64, u8)> = HashMap::new();
+        // Candidate -> (pages proposing it, their URLs beyond the first, its most general rank).
+        let mut found: HashMap<RuleKind, (u64, u64, u8)> = HashMap::new();
         let mut scratch: Vec<Candidate> = Vec::new();
         let mut pages: Vec<(&u32, &Vec<u32>)> =
             by_page.iter().filter(|(_, m)| m.len() > 1).collect();
@@ -461,24 +481,32 @@ impl<'a> HostLearner<'a> {
             }
             scratch.sort();
             scratch.dedup_by(|x, y| x.0 == y.0);
+            let extra = members.len() as u64 - 1;
             for (kind, rank) in scratch.drain(..) {
-                let e = found.entry(kind).or_insert((0, rank));
+                let e = found.entry(kind).or_insert((0, 0, rank));
                 e.0 += 1;
-                e.1 = e.1.min(rank);
+                e.1 += extra;
+                e.2 = e.2.min(rank);
             }
         }
-        let mut list: Vec<(RuleKind, u64, u8)> = found
+        let mut list: Vec<(RuleKind, u64, u64, u8)> = found
             .into_iter()
-            .filter(|(k, (n, _))| *n >= self.o.min_pages && !tried.contains(k))
-            .map(|(k, (n, r))| (k, n, r))
+            .filter(|(k, (n, u, _))| self.enough(*n, *u) && !tried.contains(k))
+            .map(|(k, (n, u, r))| (k, n, u, r))
             .collect();
         list.sort_by(|a, b| {
             b.1.cmp(&a.1)
-                .then(a.2.cmp(&b.2))
+                .then(b.2.cmp(&a.2))
+                .then(a.3.cmp(&b.3))
                 .then_with(|| a.0.cmp(&b.0))
         });
         list.truncate(self.o.max_candidates);
-        list.into_iter().map(|(k, _, _)| k).collect()
+        list.into_iter().map(|(k, ..)| k).collect()
+    }
+
+    /// Whether `pages` pages, with `urls` URLs beyond the first of each, back a rule.
+    fn enough(&self, pages: u64, urls: u64) -> bool {
+        pages >= self.o.min_pages || urls >= self.o.min_urls
     }
 
     /// Rounds of candidates and acceptance: after each round, the URLs of a page that the
@@ -560,7 +588,11 @@ impl<'a> HostLearner<'a> {
                 }
             }
         }
-        if (helped.len() as u64) < self.o.min_pages {
+        // `confirmed` counts every URL of a group, the first too: one fewer per page helped.
+        if !self.enough(
+            helped.len() as u64,
+            confirmed.saturating_sub(helped.len() as u64),
+        ) {
             return None;
         }
         // The fetches saved before, in the groups the movers leave and join.

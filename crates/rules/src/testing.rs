@@ -6,7 +6,9 @@
 //! URLs that serve it (session tokens in the query and in the path, a print view, sort orders,
 //! a referrer parameter, the default document, a trailing slash, `?page=1`, and for some sites
 //! wiki spellings `/index.php?title=X` beside `/wiki/X`), and some URLs that look like aliases
-//! serve other pages (`?lang=` translations, `?page=2` and later). The names a site uses for
+//! serve other pages (`?lang=` translations, `?page=2` and later). Most sites also have a
+//! sign-in form that every article links with itself as the return address: one page with as
+//! many URLs as there are articles. The names a site uses for
 //! its parameters and paths are drawn from its seed, so rules learned on one site are no use
 //! on another. [`Site::html`] serves each URL with what changes between fetches (a clock, a
 //! counter, a "recent changes" box), so fingerprints are put to the test too.
@@ -64,6 +66,8 @@ struct Conventions {
     alias_rate: usize,
     /// Which kinds of alias the site has (bit i: kind i of [`Site::article`]).
     aliases: u32,
+    /// The sign-in form's path and return-address parameter, when the site has one.
+    form: Option<(&'static str, &'static str)>,
 }
 
 /// What a URL shows of a page.
@@ -84,6 +88,9 @@ pub struct SiteUrl {
     pub page: u64,
     /// Whether this is the page's first URL (the one a site links to by default).
     pub first: bool,
+    /// The page whose links hold this URL: the page itself, or for a URL of the sign-in form
+    /// the article it returns to.
+    pub from: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -124,6 +131,15 @@ impl Site {
     /// See [`Site`].
     pub fn generate(seed: u64, articles: usize) -> Self {
         let mut rng = Rng(seed ^ 0x005e_ed0f_5173);
+        // The form is drawn from a stream of its own, so the rest of a site is the same with
+        // or without it.
+        let mut form_rng = Rng(seed ^ 0x00f0_7a55_17e5);
+        let form = (form_rng.below(5) != 0).then(|| {
+            (
+                form_rng.pick(&["/login", "/account/sign-in", "/user/login", "/subscribe"]),
+                form_rng.pick(&["returnto", "return_to", "next", "redirect"]),
+            )
+        });
         let conv = Conventions {
             session_param: rng.pick(&["visit", "ctx", "wsid", "tok", "uid", "vid"]),
             session_path: rng.pick(&["s-", "sess_", "~v", "c-"]),
@@ -137,6 +153,7 @@ impl Site {
             alias_rate: 50 + rng.below(51),
             // Every site has most kinds of alias, each a random few of them.
             aliases: (0..7).fold(0, |acc, i| acc | (u32::from(rng.below(5) != 0) << i)),
+            form,
         };
         let host = format!("{}{}.example", rng.pick(WORDS), seed % 1000);
         let mut site = Site {
@@ -158,6 +175,7 @@ impl Site {
         };
         let mut next_id = 1u64;
         let mut section_items: Vec<Vec<String>> = vec![Vec::new(); sections.len()];
+        let mut articles_made: Vec<(u64, String)> = Vec::new();
         for a in 0..articles {
             let s = a % sections.len();
             let slug = format!("{}-{}-{a}", rng.pick(WORDS), rng.pick(WORDS));
@@ -181,6 +199,7 @@ impl Site {
                 format!("/{}/{slug}", sections[s])
             };
             site.article(&mut rng, id, &path, &slug);
+            articles_made.push((id, slug.clone()));
             // Translations: other pages behind an alias-looking parameter.
             if a % 3 == 0 {
                 for lang in ["fr", "de"] {
@@ -255,16 +274,39 @@ impl Site {
             View::Normal,
             false,
         );
+        // The sign-in form: one page, a URL for each article, linked from it.
+        if let Some((path, param)) = site.conv.form {
+            let form = id + 1;
+            let text = vec![format!(
+                "Sign in to {} with your name and password",
+                site.host
+            )];
+            site.pages
+                .insert(form, ("Sign in".into(), text, Vec::new()));
+            for (n, (article, slug)) in articles_made.iter().enumerate() {
+                let url = format!("{path}?{param}={slug}");
+                site.add_from(&url, form, View::Normal, n == 0, *article);
+            }
+        }
         site
     }
 
     fn add(&mut self, rest: &str, page: u64, view: View, first: bool) {
+        self.add_from(rest, page, view, first, page);
+    }
+
+    fn add_from(&mut self, rest: &str, page: u64, view: View, first: bool, from: u64) {
         let url = format!("https://{}{rest}", self.host);
         if self.served.contains_key(&url) {
             return;
         }
         self.served.insert(url.clone(), Served { page, view });
-        self.urls.push(SiteUrl { url, page, first });
+        self.urls.push(SiteUrl {
+            url,
+            page,
+            first,
+            from,
+        });
     }
 
     /// An article's URLs: its own, and the aliases of the kinds the site has, each met by a

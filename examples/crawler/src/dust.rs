@@ -12,7 +12,9 @@
 //!    quarter (so learning costs a few times the pages). What the learner found comes back
 //!    through [`Dust::learned`].
 //! 2. **Checks.** A learned rule is a candidate. When a fetched URL is one a candidate rewrites
-//!    onto a URL already fetched, the two fingerprints are compared (equal exact fingerprints,
+//!    onto a URL already fetched, or onto the rewrite of one (a login form's URLs differ only
+//!    in their return address, and its bare URL is never linked), the two fingerprints are
+//!    compared (equal exact fingerprints,
 //!    or SimHashes within [`NEAR_BITS`] bits): [`url_dedup_rules::CHECKS_TO_CONFIRM`] right
 //!    predictions confirm the rule, one wrong one removes it for the rest of the crawl
 //!    (DustBuster's validation).
@@ -158,6 +160,11 @@ struct HostPages {
     urls: Vec<String>,
     /// Learn again when `urls` reaches this.
     next_learn: usize,
+    /// The rewrites by all rules of the URLs they change, each with the first URL (index into
+    /// `urls`) that has it: what a check compares with when the rewrite was never fetched.
+    rewrites: HashMap<String, u32>,
+    /// The [`Dust::version`] of the rules `rewrites` was made with.
+    rewrites_version: u64,
 }
 
 /// The learning stage.
@@ -179,6 +186,8 @@ pub(crate) struct Dust {
     changed_hosts: HashSet<String>,
     /// The rule set changed since [`take_dirty`](Self::take_dirty).
     dirty: bool,
+    /// Counts the rebuilds of `all`: a host's `rewrites` made before the last one are stale.
+    version: u64,
     pub(crate) figures: DustFigures,
 }
 
@@ -197,6 +206,7 @@ impl Dust {
             rejected: HashSet::new(),
             changed_hosts: HashSet::new(),
             dirty: false,
+            version: 0,
             figures: DustFigures::default(),
         };
         if let Some(given) = given {
@@ -315,6 +325,7 @@ impl Dust {
             set,
         };
         self.all = Rules::new(&self.set);
+        self.version += 1;
         self.figures.rules = self.applied.rules.len() as u64;
     }
 
@@ -343,7 +354,9 @@ impl Dust {
         if self.pages.insert(url.to_owned(), fp).is_some() {
             return;
         }
-        self.host(&host).urls.push(url.to_owned());
+        let h = self.host(&host);
+        h.urls.push(url.to_owned());
+        h.rewrites_version = u64::MAX;
         self.evidence.push(Evidence::Page {
             host,
             url: url.to_owned(),
@@ -363,6 +376,8 @@ impl Dust {
             .or_insert_with(|| HostPages {
                 urls: Vec::new(),
                 next_learn: LEARN_AFTER,
+                rewrites: HashMap::new(),
+                rewrites_version: u64::MAX,
             })
     }
 
@@ -388,8 +403,16 @@ impl Dust {
         if self.pages.insert(url.to_owned(), fp).is_some() {
             return marks;
         }
+        let rewrite = match self.all.apply(url) {
+            std::borrow::Cow::Owned(k) => Some(k),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        let version = self.version;
         let h = self.host(&host);
         h.urls.push(url.to_owned());
+        if let Some(k) = rewrite.filter(|_| h.rewrites_version == version) {
+            h.rewrites.entry(k).or_insert(h.urls.len() as u32 - 1);
+        }
         let due = h.urls.len() >= h.next_learn;
         if due {
             h.next_learn = (h.urls.len() * 5 / 4).max(h.urls.len() + 1);
@@ -414,7 +437,7 @@ impl Dust {
         if key == url {
             return false;
         }
-        let Some(target) = self.pages.get(&*key) else {
+        let Some(target) = self.target(host, url, &key) else {
             return false;
         };
         let same = target.exact == fp.exact || target.simhash.distance(fp.simhash) <= NEAR_BITS;
@@ -434,6 +457,7 @@ impl Dust {
         candidates.sort_unstable_by(|a, b| b.cmp(a));
         candidates.dedup();
         let mut confirmed = false;
+        let mut changed = false;
         for id in candidates {
             let text = self.set.get(id).map(|r| r.kind.to_string());
             match self.set.record_check(id, same) {
@@ -441,9 +465,11 @@ impl Dust {
                     self.figures.confirmed += 1;
                     self.changed_hosts.insert(host.to_owned());
                     confirmed = true;
+                    changed = true;
                 }
                 Check::Removed => {
                     self.figures.rejected += 1;
+                    changed = true;
                     if let Some(text) = text {
                         self.rejected.insert((host.to_owned(), text));
                     }
@@ -452,8 +478,35 @@ impl Dust {
             }
         }
         self.dirty = true;
-        self.rebuild();
+        // A check that passed changes no rewrite: the rules stay as built.
+        if changed {
+            self.rebuild();
+        }
         confirmed
+    }
+
+    /// The fingerprint of the fetched URL `key`, or else of the first fetched URL of `host`
+    /// but `url` that all the rules rewrite onto `key`.
+    fn target(&mut self, host: &str, url: &str, key: &str) -> Option<PageFingerprint> {
+        if let Some(fp) = self.pages.get(key) {
+            return Some(*fp);
+        }
+        let version = self.version;
+        let h = self.hosts.get_mut(host)?;
+        if h.rewrites_version != version {
+            h.rewrites.clear();
+            for (i, u) in h.urls.iter().enumerate() {
+                if let std::borrow::Cow::Owned(k) = self.all.apply(u) {
+                    h.rewrites.entry(k).or_insert(i as u32);
+                }
+            }
+            h.rewrites_version = version;
+        }
+        let first = &h.urls[*h.rewrites.get(key)? as usize];
+        if first == url {
+            return None;
+        }
+        self.pages.get(first).copied()
     }
 
     /// Takes in the rules the learner learned for a host from all its evidence. A rule
@@ -593,6 +646,35 @@ mod tests {
         assert_eq!(hosts, ["h.example"]);
         let shared = dust.texts_of(hosts);
         assert!(shared[0].1.contains(r#"ignore-param "sid""#), "{shared:?}");
+    }
+
+    #[test]
+    fn a_form_whose_bare_url_is_never_linked_is_checked_on_its_own_urls() {
+        // Each article links the login form with itself as the return address: one page,
+        // many URLs, and `/login` alone is never fetched.
+        let mut stage = Stage::new();
+        let form = page("log in to the wiki with your name and password");
+        let mut marks = Vec::new();
+        for n in 0..20 {
+            marks.extend(stage.observe(&format!("http://h.example/a/{n}"), page(&text(n))));
+            marks.extend(stage.observe(&format!("http://h.example/login?returnto=a/{n}"), form));
+        }
+        let dust = &stage.dust;
+        assert_eq!(dust.figures.confirmed, 1, "{}", dust.text());
+        assert!(
+            dust.text().contains(r#"ignore-param "returnto""#),
+            "{}",
+            dust.text()
+        );
+        assert!(
+            marks.contains(&"http://h.example/login".to_owned()),
+            "{marks:?}"
+        );
+        let (key, _) = dust
+            .applied()
+            .rewrite("http://h.example/login?returnto=a/99")
+            .unwrap();
+        assert_eq!(key, "http://h.example/login");
     }
 
     #[test]

@@ -33,7 +33,7 @@ impl DustSite {
         let pages = Arc::new(DustPages::generate(seed, articles));
         let fetches = Arc::new(Mutex::new(0u64));
         let (served, hold) = (pages.clone(), hold.cloned());
-        let last = *pages.order().last().unwrap();
+        let last = pages.last_in_tree();
         let site = Site::start(move |target, _| {
             let Some(page) = served.page_of(target) else {
                 return Reply::not_found();
@@ -159,6 +159,12 @@ fn learning_avoids_most_duplicate_fetches_and_skips_no_page() {
         dup1 * 2 < dup0,
         "--learn fetched {dup1} duplicates, {dup0} without"
     );
+    // The sign-in form is one page with a URL per article, its bare URL never linked: its
+    // rule is learned from its URLs and checked on them.
+    let form = site.pages.form().expect("site 1 has a sign-in form");
+    let form_urls = site.pages.urls_of(form).len() as u32;
+    eprintln!("sign-in form: {} of {form_urls} URLs fetched", after[&form]);
+    assert!(after[&form] < form_urls, "{} of {form_urls}", after[&form]);
     // The rules are kept in --out, private, and confirmed ones are there.
     let path = out.join("rules.txt");
     let mode =

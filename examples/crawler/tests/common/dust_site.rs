@@ -3,7 +3,8 @@
 //!
 //! Each page links to every URL of two other pages (a tree over the pages, the home page `/`
 //! at its root), so a crawl from `/` meets every URL of every page, and an alias left out
-//! loses no link: its page's links are on every URL of it.
+//! loses no link: its page's links are on every URL of it. An article also links the site's
+//! sign-in form with itself as the return address, as wikis do.
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,6 +19,10 @@ pub struct DustPages {
     order: Vec<u64>,
     /// The URLs (path and query) of each page.
     urls: HashMap<u64, Vec<String>>,
+    /// The URLs of each page that the tree links: all but the sign-in form's.
+    tree: HashMap<u64, Vec<String>>,
+    /// The URLs each page links besides the tree: the sign-in form's, with its return address.
+    forms: HashMap<u64, Vec<String>>,
     /// Each page's place in `order`.
     position: HashMap<u64, usize>,
 }
@@ -33,12 +38,19 @@ impl DustPages {
             order.push(home.page);
         }
         let mut urls: HashMap<u64, Vec<String>> = HashMap::new();
+        let mut tree: HashMap<u64, Vec<String>> = HashMap::new();
+        let mut forms: HashMap<u64, Vec<String>> = HashMap::new();
         let mut page_of = BTreeMap::new();
         for u in site.urls() {
             if !order.contains(&u.page) {
                 order.push(u.page);
             }
             urls.entry(u.page).or_default().push(rest(&u.url));
+            if u.from == u.page {
+                tree.entry(u.page).or_default().push(rest(&u.url));
+            } else {
+                forms.entry(u.from).or_default().push(rest(&u.url));
+            }
             page_of.insert(rest(&u.url), u.page);
         }
         let position = order.iter().enumerate().map(|(i, &p)| (p, i)).collect();
@@ -48,6 +60,8 @@ impl DustPages {
             page_of,
             order,
             urls,
+            tree,
+            forms,
             position,
         }
     }
@@ -65,6 +79,24 @@ impl DustPages {
     /// The pages, the home page first.
     pub fn order(&self) -> &[u64] {
         &self.order
+    }
+
+    /// The page the tree links last: a crawl from `/` meets it after the others (the sign-in
+    /// form, linked from every article, comes early).
+    pub fn last_in_tree(&self) -> u64 {
+        let linked = |p: &&u64| self.tree.contains_key(*p);
+        *self
+            .order
+            .iter()
+            .rev()
+            .find(linked)
+            .unwrap_or(&self.order[0])
+    }
+
+    /// The sign-in form's page, when the site has one.
+    pub fn form(&self) -> Option<u64> {
+        let urls = self.forms.values().next()?;
+        self.page_of(&urls[0])
     }
 
     /// How many pages the site has.
@@ -86,15 +118,20 @@ impl DustPages {
         let html = html.replace("href=\"/", "data-href=\"/");
         let k = self.position[&page];
         let mut nav = String::from("<nav>");
-        for child in [2 * k + 1, 2 * k + 2] {
-            if let Some(p) = self.order.get(child) {
-                for u in &self.urls[p] {
-                    nav.push_str(&format!(
-                        "<a href=\"{}\">more</a> ",
-                        u.replace('&', "&amp;")
-                    ));
-                }
+        let children = [2 * k + 1, 2 * k + 2].map(|c| self.order.get(c));
+        for p in children.into_iter().flatten() {
+            for u in self.tree.get(p).into_iter().flatten() {
+                nav.push_str(&format!(
+                    "<a href=\"{}\">more</a> ",
+                    u.replace('&', "&amp;")
+                ));
             }
+        }
+        for u in self.forms.get(&page).into_iter().flatten() {
+            nav.push_str(&format!(
+                "<a href=\"{}\">sign in</a> ",
+                u.replace('&', "&amp;")
+            ));
         }
         nav.push_str("</nav></body>");
         Some(html.replace("</body>", &nav))
