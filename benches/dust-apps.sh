@@ -4,6 +4,7 @@
 #
 #   bash benches/dust-apps.sh                          # DokuWiki, MediaWiki, the Rust docs
 #   APPS=dokuwiki PAGES=300 MAX_FETCHES=1000 bash benches/dust-apps.sh   # quicker
+#   APPS=mediawiki TOOLS="plain learn" bash benches/dust-apps.sh          # the crawler only
 #
 # Each application is filled with PAGES articles (benches/apps/fill_*.py), served by PHP's
 # built-in server (`php -S`, 3 workers) on loopback behind a logging proxy
@@ -16,9 +17,11 @@
 # Each tool crawls from the front page, one after the other, bounded alike: link depth DEPTH
 # (default 3) and MAX_FETCHES requests (default 3000; the crawler's --max-pages and Scrapy's
 # CLOSESPIDER_PAGECOUNT end them there, wget and httrack are killed at that count; only the
-# first MAX_FETCHES requests count). Tools: the crawler plain and with --learn (robots.txt
-# ignored, no mirror or WARC, so no page requisites), `wget -r -np -e robots=off`,
-# `httrack -c8` (its defaults otherwise), a Scrapy CrawlSpider with its defaults.
+# first MAX_FETCHES requests count) and TIME_LIMIT seconds (default 900; a tool stopped by it
+# is marked so). TOOLS picks among: plain and learn (the crawler without and with --learn;
+# robots.txt ignored, no mirror or WARC, so no page requisites), wget (`wget -r -np -e
+# robots=off`), httrack (`httrack -c8`, its defaults otherwise), scrapy (a CrawlSpider with
+# its defaults). All by default.
 # Figures (benches/apps/measure.py): requests, 200 HTML answers, duplicate-content fetches
 # (same exact fingerprint, or for other answers the same body digest, as an earlier fetch of
 # the crawl), real pages reached (by content), the request at which the last one was reached,
@@ -36,6 +39,8 @@ PAGES=${PAGES:-1000}
 MAX_FETCHES=${MAX_FETCHES:-3000}
 DEPTH=${DEPTH:-3}
 PROBES=${PROBES:-1000}
+TOOLS=${TOOLS:-plain learn wget httrack scrapy}
+TIME_LIMIT=${TIME_LIMIT:-900}
 WORK=$(mktemp -d /tmp/dust-apps.XXXXXX)
 PIDS=()
 cleanup() {
@@ -154,10 +159,17 @@ run() {
   rm -rf "$D/out"; mkdir -p "$D/out"
   local start end
   start=$(date +%s.%N)
+  local t0=$SECONDS
   (cd "$D/out" && exec /usr/bin/time -v -o "$D/time.txt" nice "$@" >"$D/run.log" 2>&1) &
   local timer=$!
+  local stopped=""
   while kill -0 "$timer" 2>/dev/null; do
     if [ "$(wc -l < "$D/access.log")" -ge "$MAX_FETCHES" ]; then
+      stopped=" (stopped at the bound)"
+    elif ((SECONDS - t0 >= TIME_LIMIT)); then
+      stopped=" (stopped at ${TIME_LIMIT} s)"
+    fi
+    if [ -n "$stopped" ]; then
       pkill -KILL -P "$(pgrep -P "$timer" | head -1)" 2>/dev/null || true
       kill -KILL $(pgrep -P "$timer") 2>/dev/null || true
       break
@@ -197,7 +209,7 @@ run() {
       "$D/access.log" "$MAX_FETCHES" "$D/fps" "$D/real-fps")
     [ "$name" = "url-dedup-crawler" ] && PLAIN_DUP=$dup
   fi
-  printf '| %s | %s | %s | %s (%.0f%%) | %s of %s | %s | %s | %s %s\n' "$name" "$fetches" "$html" "$dup" \
+  printf '| %s | %s | %s | %s (%.0f%%) | %s of %s | %s | %s | %s %s\n' "$name" "$fetches$stopped" "$html" "$dup" \
     "$(python3 -c "print(100*$dup/max(1,$fetches))")" "$reached" "$total" "$to_all" "$wall" "$rss" "$learn_cols"
 }
 
@@ -216,15 +228,19 @@ for APP in $APPS; do
   scope=()
   [ "$APP" = rustdoc ] && scope=(--scope prefix --prefix "$ORIGIN/std/")
   common=("$CRAWLER" --quiet --ignore-robots --no-mirror --no-warc --max-depth "$DEPTH" --max-pages "$MAX_FETCHES" --out crawl "${scope[@]}")
-  run "url-dedup-crawler" "${common[@]}" "$SEED"
-  run "url-dedup-crawler --learn" "${common[@]}" --learn "$SEED"
-  run "wget -r" wget --recursive --level="$DEPTH" --no-parent -e robots=off --no-verbose "$SEED"
-  run "httrack -c8" httrack "$SEED" -O . -q -%v0 -c8 -r$((DEPTH + 1))
-  run "Scrapy CrawlSpider" "$SCRAPY" runspider "$ROOT/benches/apps/spider.py" -a "seed=$SEED" \
+  want() { [[ " $TOOLS " == *" $1 "* ]]; }
+  PLAIN_DUP=""; LEARN_DUP=""
+  want plain && run "url-dedup-crawler" "${common[@]}" "$SEED"
+  want learn && run "url-dedup-crawler --learn" "${common[@]}" --learn "$SEED"
+  want wget && run "wget -r" wget --recursive --level="$DEPTH" --no-parent -e robots=off --no-verbose "$SEED"
+  want httrack && run "httrack -c8" httrack "$SEED" -O . -q -%v0 -c8 -r$((DEPTH + 1))
+  want scrapy && run "Scrapy CrawlSpider" "$SCRAPY" runspider "$ROOT/benches/apps/spider.py" -a "seed=$SEED" \
     -s DEPTH_LIMIT="$DEPTH" -s CLOSESPIDER_PAGECOUNT="$MAX_FETCHES" -s LOG_LEVEL=WARNING
   echo
-  printf 'duplicate-content fetches per request avoided by --learn: %s\n' \
-    "$(python3 -c "p=$PLAIN_DUP; l=$LEARN_DUP; print(f'{100*(p-l)/p:.0f}% ({p} plain, {l} --learn)' if p else 'no duplicates plain')")"
+  if [ -n "$PLAIN_DUP" ] && [ -n "$LEARN_DUP" ]; then
+    printf 'duplicate-content fetches per request avoided by --learn: %s\n' \
+      "$(python3 -c "p=$PLAIN_DUP; l=$LEARN_DUP; print(f'{100*(p-l)/p:.0f}% ({p} plain, {l} --learn)' if p else 'no duplicates plain')")"
+  fi
   echo "load after $APP: $(cut -d' ' -f1-3 /proc/loadavg)"
   for p in "${PIDS[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   PIDS=()

@@ -541,6 +541,32 @@ impl Dust {
     }
 }
 
+/// The page logs in `out` to learn from on start: this process's own (`own`), and those of
+/// earlier runs and other processes of a shared crawl (`pages-NAME.tsv`: a process takes a new
+/// name each run). Own first.
+pub(crate) fn page_logs(out: &std::path::Path, own: &str) -> std::io::Result<Vec<String>> {
+    let mut logs = vec![own.to_owned()];
+    let mut others = Vec::new();
+    let entries = match std::fs::read_dir(out) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(logs),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let name = entry?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let stem = PAGES_FILE.trim_end_matches(".tsv");
+        let is_log =
+            name == PAGES_FILE || (name.starts_with(&format!("{stem}-")) && name.ends_with(".tsv"));
+        if is_log && name != own {
+            others.push(name.to_owned());
+        }
+    }
+    others.sort();
+    logs.extend(others);
+    Ok(logs)
+}
+
 /// Reads a line of the page log: the URL and its fingerprints.
 pub(crate) fn parse_page_line(line: &str) -> Option<(&str, PageFingerprint)> {
     let mut f = line.split('\t');

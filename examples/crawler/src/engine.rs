@@ -609,9 +609,14 @@ async fn open_dust<B: Backend>(
     let mut dust = Dust::new(config.learn, saved, config.rules.as_ref());
     if config.learn {
         let pages = backend.file_name("pages", "tsv");
-        if let Some(text) = crate::files::read_private(out, Path::new(&pages))
-            .map_err(CrawlError::io("reading page log", out.join(&pages)))?
+        for log in crate::dust::page_logs(out, &pages)
+            .map_err(CrawlError::io("listing page logs", out.to_owned()))?
         {
+            let Some(text) = crate::files::read_private(out, Path::new(&log))
+                .map_err(CrawlError::io("reading page log", out.join(&log)))?
+            else {
+                continue;
+            };
             for (url, fp) in text.lines().filter_map(crate::dust::parse_page_line) {
                 if !fp.is_empty() {
                     backend.near_page(fp.simhash.0, url).await?;

@@ -379,6 +379,69 @@ fn a_shared_crawl_shares_its_rules() {
 }
 
 #[test]
+fn a_process_of_a_shared_crawl_learns_from_its_earlier_runs() {
+    let Some(redis) = url_dedup_redis::testing::RedisServer::start_or_skip("shared resume") else {
+        return;
+    };
+    // Twelve articles, each under two URLs: 25 pages with the seed.
+    let site = Site::start(|target, _| {
+        if target == "/" {
+            let links: String = (0..12)
+                .map(|n| format!("<a href=\"/a/{n}\">a</a> <a href=\"/a/{n}?sid=s{n}\">s</a> "))
+                .collect();
+            return Reply::html(format!("<html><body>{links}</body></html>"));
+        }
+        let n = target
+            .trim_start_matches("/a/")
+            .split('?')
+            .next()
+            .unwrap_or("");
+        match n.parse::<u32>() {
+            Ok(n) if n < 12 => Reply::html(format!(
+                "<html><body><main><p>article {n} tells of rivers and stones, page {n}</p></main></body></html>"
+            )),
+            _ => Reply::not_found(),
+        }
+    });
+    let (_d, out) = temp_out();
+    let seed = site.url("/");
+    // The first run stops after 16 pages: fewer than the 20 a host needs to be learned.
+    let extra = ["--learn", "--no-mirror", "--workers", "1"];
+    let first = [&extra[..], &["--max-pages", "16"]].concat();
+    finish_summary(
+        spawn(&out, &redis.url(), "resume", &seed, &first),
+        Duration::from_secs(120),
+    );
+    let rules_of = |dir: &Path| -> String {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("rules-")
+            })
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect()
+    };
+    assert!(
+        !rules_of(&out).contains("ignore-param"),
+        "{}",
+        rules_of(&out)
+    );
+    // The second run, under a new process name, fetches the other 9: only with the first
+    // run's pages has the host 20 pages to learn from.
+    finish_summary(
+        spawn(&out, &redis.url(), "resume", &seed, &extra),
+        Duration::from_secs(120),
+    );
+    assert_eq!(site.hits().len(), 25, "{:?}", site.hits());
+    let rules = rules_of(&out);
+    assert!(rules.contains(r#"ignore-param "sid""#), "{rules}");
+}
+
+#[test]
 fn a_learning_in_progress_holds_no_commit() {
     // A chain of distinct pages: each is found only on the page before it, so each fetch
     // after the first needs the commit of the page before.
