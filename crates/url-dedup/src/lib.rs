@@ -2,14 +2,17 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod builder;
 mod dedup;
 mod error;
 mod exact;
 mod fingerprints;
 mod outcome;
 mod prepare;
+mod state;
 
-pub use dedup::{Builder, Decision, UrlDedup};
+pub use builder::Builder;
+pub use dedup::{Decision, UrlDedup};
 pub use error::Error;
 pub use exact::FilterKind;
 pub use outcome::{Explanation, Outcome};
