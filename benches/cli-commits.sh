@@ -23,11 +23,8 @@ source benches/worktrees.sh
 
 commits=("$1" "$2")
 for i in 0 1; do
-  add_tree "$i" "${commits[$i]}"
-  (cd "$work/tree.$i" && CARGO_TARGET_DIR="$root/target/commits" \
-    cargo build --profile dist -q -p url-dedup-cli --bin url-dedup)
+  build_tree "$i" "${commits[$i]}" build --profile dist -q -p url-dedup-cli --bin url-dedup
   cp "$root/target/commits/dist/url-dedup" "$work/url-dedup.$i"
-  commits[i]="$(git -C "$work/tree.$i" rev-parse --short HEAD)"
 done
 
 cargo build --profile dist -q -p url-dedup-benches --bin gen-urls

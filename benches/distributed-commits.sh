@@ -18,12 +18,9 @@ source benches/worktrees.sh
 
 commits=("$1" "$2")
 for i in 0 1; do
-  add_tree "$i" "${commits[$i]}"
-  (cd "$work/tree.$i" && CARGO_TARGET_DIR="$root/target/commits" \
-    cargo build --profile dist -q -p url-dedup-crawler --bin crawler --example site)
+  build_tree "$i" "${commits[$i]}" build --profile dist -q -p url-dedup-crawler --bin crawler --example site
   cp "$root/target/commits/dist/crawler" "$work/crawler.$i"
   cp "$root/target/commits/dist/examples/site" "$work/site.$i"
-  commits[i]="$(git -C "$work/tree.$i" rev-parse --short HEAD)"
 done
 
 printf '%s pages; %s round(s); %s against %s; load before: %s\n\n' "$pages" "$rounds" \
