@@ -47,7 +47,7 @@ impl PyUrlDedup {
     #[new]
     #[pyo3(signature = (
         expected_urls = 1_000_000,
-        false_positive_rate = 0.001,
+        false_positive_rate = None,
         *,
         canonicalization = Some("crawler"),
         filter = "growing",
@@ -63,7 +63,7 @@ impl PyUrlDedup {
     fn new(
         py: Python<'_>,
         expected_urls: u64,
-        false_positive_rate: f64,
+        false_positive_rate: Option<f64>,
         canonicalization: Option<&str>,
         filter: &str,
         similarity: Option<&str>,
@@ -104,7 +104,7 @@ impl PyUrlDedup {
     #[pyo3(signature = (
         path,
         expected_urls = 1_000_000,
-        false_positive_rate = 0.001,
+        false_positive_rate = None,
         *,
         canonicalization = Some("crawler"),
         filter = "growing",
@@ -121,7 +121,7 @@ impl PyUrlDedup {
         py: Python<'_>,
         path: PathBuf,
         expected_urls: u64,
-        false_positive_rate: f64,
+        false_positive_rate: Option<f64>,
         canonicalization: Option<&str>,
         filter: &str,
         similarity: Option<&str>,
@@ -160,7 +160,7 @@ impl PyUrlDedup {
     #[pyo3(signature = (
         data,
         expected_urls = 1_000_000,
-        false_positive_rate = 0.001,
+        false_positive_rate = None,
         *,
         canonicalization = Some("crawler"),
         filter = "growing",
@@ -177,7 +177,7 @@ impl PyUrlDedup {
         py: Python<'_>,
         data: &[u8],
         expected_urls: u64,
-        false_positive_rate: f64,
+        false_positive_rate: Option<f64>,
         canonicalization: Option<&str>,
         filter: &str,
         similarity: Option<&str>,
@@ -423,7 +423,8 @@ impl PyUrlDedup {
         let mut repr = format!(
             "UrlDedup(expected_urls={}, false_positive_rate={}, canonicalization={canon}, filter={:?}",
             o.expected_urls,
-            o.false_positive_rate,
+            o.false_positive_rate
+                .map_or_else(|| "None".to_owned(), |r| r.to_string()),
             format!("{:?}", o.filter).to_ascii_lowercase(),
         );
         if let Some(p) = o.similarity {

@@ -14,7 +14,8 @@ use url_dedup::{Builder, FilterKind, UrlDedup};
 #[derive(Clone, Debug)]
 pub(crate) struct Options {
     pub(crate) expected_urls: u64,
-    pub(crate) false_positive_rate: f64,
+    /// `None`: the facade's default (0.001, or 10⁻⁵ for a filter in Redis).
+    pub(crate) false_positive_rate: Option<f64>,
     /// `None`: compare keys byte for byte.
     pub(crate) canonicalization: Option<Convention>,
     pub(crate) filter: FilterKind,
@@ -33,7 +34,7 @@ impl Options {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn parse(
         expected_urls: u64,
-        false_positive_rate: f64,
+        false_positive_rate: Option<f64>,
         canonicalization: Option<&str>,
         filter: &str,
         (similarity, similarity_fpr): (Option<&str>, Option<f64>),
@@ -64,8 +65,10 @@ impl Options {
     pub(crate) fn builder(&self) -> Builder {
         let mut b = UrlDedup::builder()
             .expected_urls(self.expected_urls)
-            .false_positive_rate(self.false_positive_rate)
             .filter(self.filter);
+        if let Some(rate) = self.false_positive_rate {
+            b = b.false_positive_rate(rate);
+        }
         b = match self.canonicalization {
             Some(c) => b.canonicalization(c.policy()),
             None => b.no_canonicalization(),

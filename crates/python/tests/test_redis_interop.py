@@ -126,6 +126,9 @@ def test_a_shared_filter_says_who_created_it(redis_url, redis_server, caplog):
     assert UrlDedup().created_shared_filter is None
     assert UrlDedup(redis=redis_url, redis_prefix="made").created_shared_filter is True
     assert UrlDedup(redis=redis_url, redis_prefix="made").created_shared_filter is False
+    # The rate is the facade's default unless set: 1e-5 for a filter in Redis.
+    assert "false_positive_rate=None" in repr(UrlDedup(redis=redis_url, redis_prefix="rate"))
+    assert "false_positive_rate=0.01" in repr(UrlDedup(false_positive_rate=0.01))
 
     # A first start is told at INFO; one that finds signs of an earlier run warns.
     with caplog.at_level("INFO", logger="url_dedup.scrapy"):

@@ -37,7 +37,7 @@ use crate::{Error, FilterKind, Preparer, UrlDedup};
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct Builder {
     expected_urls: u64,
-    fpr: f64,
+    fpr: Option<f64>,
     policy: Option<Policy>,
     key: Option<HashKey>,
     filter: FilterKind,
@@ -62,7 +62,7 @@ impl Default for Builder {
     fn default() -> Self {
         Self {
             expected_urls: 1_000_000,
-            fpr: 0.001,
+            fpr: None,
             policy: Some(Policy::default()),
             key: None,
             filter: FilterKind::default(),
@@ -103,9 +103,11 @@ impl Builder {
         self
     }
 
-    /// The rate at which a new URL may be wrongly reported as seen (default 0.1%). The default
-    /// [`FilterKind::Growing`] never exceeds it, however many URLs arrive; the fixed-size
-    /// kinds reach it at the expected count and exceed it past that.
+    /// The rate at which a new URL may be wrongly reported as seen (default 0.1%; with
+    /// [`redis`](Self::redis), [`DEFAULT_SHARED_FPR`](url_dedup_redis::DEFAULT_SHARED_FPR),
+    /// 10⁻⁵, as the command and the crawler use). The default [`FilterKind::Growing`] never
+    /// exceeds it, however many URLs arrive; the fixed-size kinds reach it at the expected
+    /// count and exceed it past that.
     ///
     /// # Examples
     ///
@@ -116,7 +118,7 @@ impl Builder {
     /// # Ok::<(), url_dedup::Error>(())
     /// ```
     pub fn false_positive_rate(mut self, fpr: f64) -> Self {
-        self.fpr = fpr;
+        self.fpr = Some(fpr);
         self
     }
 
@@ -395,6 +397,17 @@ impl Builder {
     }
 
     /// What a state snapshot records of this configuration, one `name: value` line each.
+    /// The exact filter's false-positive rate: the one set, or the default of where the filter
+    /// lives. A shared filter's bits cost network and Redis memory for every process, so it
+    /// defaults to the rate the command and the crawler measured with.
+    fn rate(&self) -> f64 {
+        #[cfg(feature = "redis")]
+        if self.redis.is_some() {
+            return self.fpr.unwrap_or(url_dedup_redis::DEFAULT_SHARED_FPR);
+        }
+        self.fpr.unwrap_or(0.001)
+    }
+
     fn config_text(&self) -> String {
         let policy = match &self.policy {
             Some(p) => format!("{p:?}"),
@@ -434,7 +447,7 @@ impl Builder {
                 };
                 // It grows as the exact filter does: its first layer at the share of the rate
                 // that leaves room for every later one.
-                let target = self.similarity_fpr.unwrap_or(self.fpr);
+                let target = self.similarity_fpr.unwrap_or(self.rate());
                 let (_, first_rate) =
                     url_dedup_bloom::sizing::Growth::default().layer(self.expected_urls, target, 0);
                 let mut b = SimilarityFilter::builder()
@@ -631,7 +644,7 @@ impl Builder {
                 acknowledge: self.redis_acknowledge,
                 ..url_dedup_redis::StoreOptions::new(prefix.as_str())
             };
-            let shared = Exact::redis(url, options, self.expected_urls, self.fpr)?;
+            let shared = Exact::redis(url, options, self.expected_urls, self.rate())?;
             return match from {
                 Some((tag, mut input)) => Exact::read(tag, &mut input, Some(shared), limits),
                 None => Ok(shared),
@@ -639,7 +652,7 @@ impl Builder {
         }
         match from {
             Some((tag, mut input)) => Exact::read(tag, &mut input, None, limits),
-            None => Exact::build(self.filter, self.expected_urls, self.fpr, self.key),
+            None => Exact::build(self.filter, self.expected_urls, self.rate(), self.key),
         }
     }
 }

@@ -431,3 +431,31 @@ fn admissions_wait_for_the_replicas_asked_for() {
         .unwrap_err();
     assert!(err.to_string().contains("replicas"), "{err}");
 }
+
+#[test]
+fn a_shared_filter_defaults_to_the_rate_the_command_and_crawler_use() {
+    let Some(server) = RedisServer::start_or_skip("facade redis rate") else {
+        return;
+    };
+    // The rate a shared filter was made with is in its metadata: a later opener adopts it.
+    let made_with = |prefix: &str| {
+        let options = url_dedup_redis::StoreOptions::new(prefix);
+        let filter: url_dedup_redis::SharedFilter =
+            url_dedup_redis::SharedFilter::open(&server.url(), options, 1_000, 0.5).unwrap();
+        filter.false_positive_rate()
+    };
+    UrlDedup::builder()
+        .redis(&server.url(), "default-rate")
+        .build()
+        .unwrap();
+    assert_eq!(
+        made_with("default-rate"),
+        url_dedup_redis::DEFAULT_SHARED_FPR
+    );
+    UrlDedup::builder()
+        .false_positive_rate(0.01)
+        .redis(&server.url(), "chosen-rate")
+        .build()
+        .unwrap();
+    assert_eq!(made_with("chosen-rate"), 0.01);
+}

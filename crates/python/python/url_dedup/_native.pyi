@@ -43,7 +43,7 @@ class UrlDedup:
     :param expected_urls: how many distinct URLs to size for. A guess is fine: the default
         growing filter adds capacity as needed and keeps its rate.
     :param false_positive_rate: the chance that a new URL is taken for a seen one (and not
-        crawled). The growing filter never exceeds it.
+        crawled): 0.001 by default, 1e-5 with ``redis``. The growing filter never exceeds it.
     :param canonicalization: a named convention (see :data:`CONVENTIONS`): ``"crawler"`` (the
         default: RFC 3986 normalization, no fragment, sorted query, no tracking or session
         parameters), ``"w3lib"`` (Scrapy's ``canonicalize_url``), ... ``None`` compares keys
@@ -84,7 +84,7 @@ class UrlDedup:
     def __init__(
         self,
         expected_urls: int = 1_000_000,
-        false_positive_rate: float = 0.001,
+        false_positive_rate: float | None = None,
         *,
         canonicalization: Convention | str | None = "crawler",
         filter: FilterKind | str = "growing",
@@ -100,7 +100,7 @@ class UrlDedup:
     def load(
         path: str | os.PathLike[str],
         expected_urls: int = 1_000_000,
-        false_positive_rate: float = 0.001,
+        false_positive_rate: float | None = None,
         *,
         canonicalization: Convention | str | None = "crawler",
         filter: FilterKind | str = "growing",
@@ -126,7 +126,7 @@ class UrlDedup:
     def from_bytes(
         data: bytes,
         expected_urls: int = 1_000_000,
-        false_positive_rate: float = 0.001,
+        false_positive_rate: float | None = None,
         *,
         canonicalization: Convention | str | None = "crawler",
         filter: FilterKind | str = "growing",
