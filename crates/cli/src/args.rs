@@ -299,8 +299,9 @@ pub(crate) enum Command {
     /// columns a ` CDX` legend line names). URLs are canonicalized with --policy before
     /// learning: apply the rules with the same policy. Only 2xx answers are used.
     ///
-    /// A rule is kept when it maps URLs of at least --min-pages pages, or at least --min-urls
-    /// URLs, onto another URL of their page, and never two different pages onto one URL. The summary goes to stderr.
+    /// A rule is kept when it maps URLs of at least --min-pages pages onto another URL of their
+    /// page, or saves at least --min-urls fetches, and never maps two different pages onto one
+    /// URL. The summary goes to stderr.
     #[command(after_help = "\
 Examples:
   url-dedup learn crawl.warc.gz -o site.rules     rules from a crawl, for review
@@ -332,8 +333,9 @@ pub(crate) struct LearnArgs {
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) min_pages: u64,
 
-    /// A rule backed by fewer pages is still kept when it folds at least N URLs onto another
-    /// URL of their page (a sign-in form linked with every article as its return address).
+    /// A rule backed by fewer pages is still kept when it saves at least N fetches: URLs it
+    /// puts with another URL of their page (a sign-in form linked with every article as its
+    /// return address).
     #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) min_urls: u64,
 

@@ -70,8 +70,8 @@ fn parse(text: &str) -> Result<Loaded, (usize, String)> {
 /// `pages` is any iterable of `(url, digest)` or `(url, digest, simhash)` tuples: `digest`
 /// (`bytes` or `str`) identifies the content the URL served, so URLs of equal digests are one
 /// page; `simhash` (a 64-bit `int` or None) lets pages within `max_distance` bits count as
-/// neither the same nor different. A rule needs `min_pages` pages, or `min_urls` URLs, that
-/// it folds onto another URL of their page. URLs are canonicalized under `canonicalization` first
+/// neither the same nor different. A rule needs `min_pages` pages whose URLs it folds, or
+/// `min_urls` fetches it saves. URLs are canonicalized under `canonicalization` first
 /// (apply the rules with the same convention). Learned rules are candidates unless
 /// `confirmed`; `UrlDedup(rules=...)` applies both. Raises `InvalidUrlError` for a URL without
 /// a canonical form (nothing is learned).

@@ -15,7 +15,8 @@
 //!    the host; it is **rejected** if it puts two URLs of different pages on one URL (two
 //!    pages whose SimHashes are within [`LearnOptions::max_distance`] bits do not count as
 //!    different: a page with a counter in its text), or if it puts the URLs of fewer than
-//!    `min_pages` pages, and fewer than `min_urls` URLs, with another URL of their page.
+//!    `min_pages` pages with another URL of their page and saves fewer than `min_urls`
+//!    fetches.
 //!    Otherwise it is accepted, with its support: the pages it folded,
 //!    the fetches it saves, and the share of its rewrites that landed on a URL of the same
 //!    page.
@@ -44,9 +45,10 @@ use crate::{Rule, RuleKind, RuleSet, Status, Support};
 pub struct LearnOptions {
     /// The fewest pages whose URLs a rule must fold, rightly, to be kept.
     pub min_pages: u64,
-    /// A rule backed by fewer than `min_pages` pages is still kept when it folds at least this
-    /// many URLs onto another URL of their page: the evidence of a login form linked from
-    /// every article with the article as its return address. `u64::MAX` turns this off.
+    /// A rule backed by fewer than `min_pages` pages is still kept when it saves at least this
+    /// many fetches (URLs it puts with another URL of their page): the evidence of a login
+    /// form linked from every article with the article as its return address. `u64::MAX`
+    /// turns this off.
     pub min_urls: u64,
     /// Pages whose SimHashes are at most this many bits apart are not told apart (they
     /// neither support nor contradict a rule); `0` tells every digest apart.
@@ -548,7 +550,8 @@ impl<'a> HostLearner<'a> {
         for (i, k) in &moved {
             arriving.entry(k.as_str()).or_default().push(*i);
         }
-        // Pages some of whose URLs the rule puts with another URL of the same page.
+        // Pages some of whose URLs the rule puts with another URL of the same page that was not
+        // with it before (a group another rule made, moved whole, helps no page).
         let mut helped: HashSet<u32> = HashSet::new();
         let (mut saved_after, mut confirmed) = (0u64, 0u64);
         for (k, movers) in &arriving {
@@ -580,20 +583,22 @@ impl<'a> HostLearner<'a> {
                 }
             }
             saved_after += (group.len() - distinct.len()) as u64;
+            // Each page of the group with the forms its URLs had before the rule.
+            let mut before: HashMap<u32, HashSet<&str>> = HashMap::new();
+            for &g in &group {
+                let p = self.page(g);
+                before
+                    .entry(p)
+                    .or_default()
+                    .insert(self.key[g as usize].as_str());
+            }
             for &m in movers {
                 let p = self.page(m);
-                if group.iter().filter(|&&g| self.page(g) == p).count() > 1 {
+                if before.get(&p).is_some_and(|forms| forms.len() > 1) {
                     confirmed += 1;
                     helped.insert(p);
                 }
             }
-        }
-        // `confirmed` counts every URL of a group, the first too: one fewer per page helped.
-        if !self.enough(
-            helped.len() as u64,
-            confirmed.saturating_sub(helped.len() as u64),
-        ) {
-            return None;
         }
         // The fetches saved before, in the groups the movers leave and join.
         let mut touched: HashSet<&str> = arriving.keys().copied().collect();
@@ -622,6 +627,12 @@ impl<'a> HostLearner<'a> {
                 (rest.len() - p.len()) as u64
             })
             .sum();
+        // The fetches saved, not the URLs moved, back a rule by URLs: a rule that moves a group
+        // other rules made folds nothing new.
+        let saved = (saved_after + saved_left).saturating_sub(saved_before);
+        if !self.enough(helped.len() as u64, saved) {
+            return None;
+        }
         // Predictions: rewrites not yet confirmed by a fetched URL of the same page first.
         let mut predicts: Vec<(String, String)> = Vec::new();
         for pass in [false, true] {
@@ -644,7 +655,7 @@ impl<'a> HostLearner<'a> {
         }
         let support = Support {
             pages: helped.len() as u64,
-            saved: (saved_after + saved_left).saturating_sub(saved_before),
+            saved,
             confidence: (100 * confirmed / moved.len() as u64) as u8,
         };
         // Accept: move the URLs.

@@ -245,8 +245,8 @@ def learn(
     Each item is ``(url, digest)`` or ``(url, digest, simhash)``: URLs with equal digests
     (``bytes`` or ``str``, such as a payload's SHA-1) served one page. Pages whose 64-bit
     SimHashes are at most ``max_distance`` bits apart neither support nor contradict a rule.
-    A rule is kept when it maps URLs of at least ``min_pages`` pages, or at least ``min_urls``
-    URLs, onto another URL of their page, and never puts two different pages on one URL. URLs are canonicalized under
+    A rule is kept when it maps URLs of at least ``min_pages`` pages onto another URL of their
+    page, or saves at least ``min_urls`` fetches, and never puts two different pages on one URL. URLs are canonicalized under
     ``canonicalization`` first: apply the rules with the same convention. Rules are learned
     as candidates, or confirmed with ``confirmed=True``; ``UrlDedup(rules=...)`` applies both.
 
