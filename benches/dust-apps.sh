@@ -193,7 +193,7 @@ run() {
     awk -F'\t' '$1=="dust-rule" {print $3}' "$D/out/crawl/skipped.tsv" | sort -u > "$D/skipped"
     # A fixed sample: the first PROBES by their digest.
     while read -r u; do printf '%s\t%s\n' "$(printf %s "$u" | md5sum | cut -c1-8)" "$u"; done < "$D/skipped" |
-      sort | head -n "$PROBES" | cut -f2 > "$D/sample"
+      sort | sed -n "1,${PROBES}p" | cut -f2 > "$D/sample"
     cp "$D/access.log" "$D/crawl.log"
     probe "$D/sample" "$D/probe-fps"
     read -r fetches html dup reached total to_all probed wrong < <(python3 "$ROOT/benches/apps/measure.py" \
@@ -250,5 +250,5 @@ echo
 for f in "$RESULTS"/*-rules.txt; do
   [ -f "$f" ] || continue
   echo "rules learned ($(basename "$f" -rules.txt)):"
-  echo '```text'; grep -v '^    predicts' "$f" | grep -v '^#' | head -40; echo '```'
+  echo '```text'; grep -v '^    predicts' "$f" | grep -v '^#' | sed -n '1,40p'; echo '```'
 done

@@ -9,8 +9,9 @@
 //! 1. **Evidence.** Each page's URL, exact fingerprint and SimHash go to the learner
 //!    ([`crate::learner`], off the commit path) as [`Evidence`]. A host is learned when it has
 //!    [`LEARN_AFTER`] fingerprinted pages, and again each time that number has grown by a
-//!    quarter (so learning costs a few times the pages). What the learner found comes back
-//!    through [`Dust::learned`].
+//!    quarter (so learning costs a few times the pages), or when [`DUPLICATES_TO_LEARN`]
+//!    duplicate fetches came since. What the learner found comes back through
+//!    [`Dust::learned`].
 //! 2. **Checks.** A learned rule is a candidate. When a fetched URL is one a candidate rewrites
 //!    onto a URL already fetched, or onto the rewrite of one (a login form's URLs differ only
 //!    in their return address, and its bare URL is never linked), the two fingerprints are
@@ -34,6 +35,12 @@ use crate::learner::Evidence;
 /// Fingerprinted pages of a host before its rules are first learned: enough for a rule to be
 /// seen on the three pages the learner asks for, and few enough to start saving early.
 pub(crate) const LEARN_AFTER: usize = 20;
+
+/// Duplicate fetches of a host (a page's content again, under another URL) that make it due
+/// to be learned again, however few pages were added: aliases met late in a crawl (a form each
+/// article links, found a level deeper than the articles) are learned while they are met. A
+/// large host waits for 1/64 of its pages, so learning stays a small share of the crawl.
+pub(crate) const DUPLICATES_TO_LEARN: usize = 16;
 
 /// Two pages whose SimHashes are at most this many bits apart are one page for a check.
 pub(crate) const NEAR_BITS: u32 = 3;
@@ -160,6 +167,10 @@ struct HostPages {
     urls: Vec<String>,
     /// Learn again when `urls` reaches this.
     next_learn: usize,
+    /// The exact fingerprints of the host's pages.
+    contents: HashSet<u128>,
+    /// Duplicate fetches since the host was last due to be learned.
+    duplicates: usize,
     /// The rewrites by all rules of the URLs they change, each with the first URL (index into
     /// `urls`) that has it: what a check compares with when the rewrite was never fetched.
     rewrites: HashMap<String, u32>,
@@ -356,6 +367,7 @@ impl Dust {
         }
         let h = self.host(&host);
         h.urls.push(url.to_owned());
+        h.contents.insert(fp.exact.0);
         h.rewrites_version = u64::MAX;
         self.evidence.push(Evidence::Page {
             host,
@@ -376,6 +388,8 @@ impl Dust {
             .or_insert_with(|| HostPages {
                 urls: Vec::new(),
                 next_learn: LEARN_AFTER,
+                contents: HashSet::new(),
+                duplicates: 0,
                 rewrites: HashMap::new(),
                 rewrites_version: u64::MAX,
             })
@@ -413,9 +427,15 @@ impl Dust {
         if let Some(k) = rewrite.filter(|_| h.rewrites_version == version) {
             h.rewrites.entry(k).or_insert(h.urls.len() as u32 - 1);
         }
-        let due = h.urls.len() >= h.next_learn;
+        if !h.contents.insert(fp.exact.0) {
+            h.duplicates += 1;
+        }
+        let many = h.urls.len() >= LEARN_AFTER
+            && h.duplicates >= DUPLICATES_TO_LEARN.max(h.urls.len() / 64);
+        let due = h.urls.len() >= h.next_learn || many;
         if due {
             h.next_learn = (h.urls.len() * 5 / 4).max(h.urls.len() + 1);
+            h.duplicates = 0;
         }
         self.evidence.push(Evidence::Page {
             host: host.clone(),
@@ -701,6 +721,32 @@ mod tests {
             .rewrite("http://h.example/login?returnto=a/99")
             .unwrap();
         assert_eq!(key, "http://h.example/login");
+    }
+
+    #[test]
+    fn aliases_met_late_are_learned_while_they_are_met() {
+        // 531 articles first (the host is learned at 531); then a form each links, as a crawl
+        // meets it a level deeper. Waiting for the host to grow by a quarter would take 132
+        // fetches of the form.
+        let mut stage = Stage::new();
+        for n in 0..531 {
+            stage.observe(&format!("http://h.example/a/{n}"), page(&text(n)));
+        }
+        let form = page("log in to the wiki with your name and password");
+        let mut fetched = 0;
+        while stage.dust.figures.confirmed == 0 && fetched < 200 {
+            stage.observe(
+                &format!("http://h.example/login?returnto=a/{fetched}"),
+                form,
+            );
+            fetched += 1;
+        }
+        assert_eq!(stage.dust.figures.confirmed, 1, "{}", stage.dust.text());
+        // 12 fetches saved make the rule, 16 duplicates make the host due, 3 checks confirm.
+        assert!(
+            fetched <= 24,
+            "confirmed after {fetched} fetches of the form"
+        );
     }
 
     #[test]
