@@ -5,13 +5,15 @@
 #   bash benches/dust.sh                          # 5 sites of 1,500 articles, 10k-page learning, 2M URLs
 #   SEEDS="1 2" ARTICLES=300 URLS=200000 bash benches/dust.sh    # quicker
 #   ROUNDS=5 bash benches/dust.sh                 # the command's cost: 5 interleaved rounds, medians
+#   PART=sites bash benches/dust.sh               # only the sites' table and learning time
 #   PART=crawler bash benches/dust.sh             # only the crawler's table (--learn on served sites)
 #   PART=cost bash benches/dust.sh                # only --learn's memory per page and learning time
 #
 # Each site (crates/rules/src/testing.rs) names its parameters and paths from its seed. The
-# crawl is every URL of the even pages, in a mixed order, as a WARC; the rules learned from it
-# are applied by the command to every URL of the site. "Unseen" columns count only the URLs
-# of the odd pages, which learning never saw: duplicate fetches (URLs of a page met before),
+# crawl is every URL linked from the even pages, in a mixed order, as a WARC; the rules learned
+# from it are applied by the command to every URL of the site. "Unseen" columns count only the
+# URLs linked from the odd pages, which learning never saw: duplicate fetches (URLs of a page
+# met before),
 # the share the command avoided with the rules and with canonicalization only, the share of
 # skipped URLs whose page had been fetched (precision), and the pages no URL reached.
 set -euo pipefail
@@ -69,7 +71,7 @@ echo
 echo "The rules learned on site $first:"
 echo
 echo '```text'
-grep -v '^    \(predicts\|status\)' "$work/$first/rules" | grep -v '^#' | head -40
+grep -v '^    \(predicts\|status\)' "$work/$first/rules" | grep -v '^#' | sed -n '1,40p'
 echo '```'
 
 # Learning time: one larger site, its even pages as the crawl.
@@ -81,6 +83,7 @@ echo "Learning on a larger site ($(du -m "$d/crawl.warc" | cut -f1) MB of WARC):
 cat "$d/learn.err"
 echo "whole command: $(cat "$d/time")"
 
+[ "$part" = sites ] && exit 0
 # The command's cost of rules: the same URL list with and without 100 rules per host.
 "$bin/gen-urls" "$count" 0.5 > "$work/urls.txt"
 "$bin/dust-site" rules 1000 > "$work/rules100"
