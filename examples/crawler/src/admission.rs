@@ -23,8 +23,9 @@
 //! Budgets count the URLs queued: a URL counted against its template's budget and then not
 //! queued (similar, or its host's budget used up) is given back.
 //!
-//! A queued URL is fetched when its host's robots.txt allows it ([`at_dispatch`]) and the
-//! `--max-pages` budget has room ([`FetchBudget`]).
+//! A queued URL is fetched when its host's robots.txt allows it, the confirmed rules do not map
+//! it onto a page this process fetched since it was queued ([`at_dispatch`],
+//! [`crate::aliases`]), and the `--max-pages` budget has room ([`FetchBudget`]).
 //!
 //! The backend ([`crate::backend::Backend`]) stores the done set and the budgets' counts; it
 //! decides nothing itself.
@@ -35,6 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use url::Url;
 
+use crate::aliases::FetchedAliases;
 use crate::backend::{Backend, Commit, Done};
 use crate::canonical::Canonicalizer;
 use crate::done::Verdict;
@@ -341,8 +343,20 @@ pub(crate) async fn mark<B: Backend>(backend: &B, urls: Vec<String>) -> Result<(
     Ok(())
 }
 
-/// Whether a queued URL may be fetched under its host's robots.txt: `None`, or why not.
-pub(crate) fn at_dispatch(robots: &RobotsRules, job: &Job) -> Option<(SkipReason, String)> {
+/// Whether a queued URL may be fetched: `None`, or why not (its host's robots.txt, or rules
+/// confirmed since it was queued that map it onto a page fetched). A revisit of a page
+/// (`--every`) and what is not a page are fetched whatever the rules say.
+pub(crate) fn at_dispatch(
+    robots: &RobotsRules,
+    aliases: &FetchedAliases,
+    job: &Job,
+) -> Option<(SkipReason, String)> {
+    if job.kind == JobKind::Page
+        && job.revisit.is_none()
+        && let Some(why) = aliases.skip(&job.url)
+    {
+        return Some((SkipReason::DustRule, why));
+    }
     let reason = robots.verdict(&job.url)?;
     let detail = match robots {
         RobotsRules::Unreachable(why) => why.clone(),
@@ -620,5 +634,31 @@ mod tests {
             dust: None,
         };
         scenarios(&rules, &backend).await;
+    }
+
+    #[test]
+    fn a_page_queued_before_its_rule_is_skipped_at_dispatch_and_nothing_else() {
+        let given = url_dedup_rules::RuleSet::parse(
+            "rules-format 1\nhost \"h.example\"\nignore-param \"sid\" in \"/**\"\n",
+        )
+        .unwrap();
+        let mut dust = crate::dust::Dust::new(true, None, Some(&crate::dust::trusted(given)));
+        let fp = url_dedup_fingerprint::Fingerprinter::new()
+            .fingerprint(b"<html><body><main><p>one page under two names</p></main></body></html>");
+        dust.observe("http://h.example/a", fp);
+        let aliases = dust.aliases();
+        let robots = RobotsRules::AllowAll;
+        let alias = Job::new("http://h.example/a?sid=7", 1, 0, JobKind::Page);
+        let (reason, why) = at_dispatch(&robots, &aliases, &alias).unwrap();
+        assert_eq!(reason, SkipReason::DustRule);
+        assert_eq!(why, r#"ignore-param "sid" in "/**" -> http://h.example/a"#);
+        // A requisite, a revisit and another page are fetched.
+        let requisite = Job::new("http://h.example/a?sid=7", 1, 0, JobKind::Requisite);
+        assert_eq!(at_dispatch(&robots, &aliases, &requisite), None);
+        let mut revisit = alias.clone();
+        revisit.revisit = Some(Default::default());
+        assert_eq!(at_dispatch(&robots, &aliases, &revisit), None);
+        let other = Job::new("http://h.example/b?sid=7", 1, 0, JobKind::Page);
+        assert_eq!(at_dispatch(&robots, &aliases, &other), None);
     }
 }

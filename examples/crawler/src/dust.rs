@@ -30,6 +30,7 @@ use std::sync::Arc;
 use url_dedup_fingerprint::{NearIndex, PageFingerprint, SimHash};
 use url_dedup_rules::{Check, Rule, RuleId, RuleSet, Rules, Status};
 
+use crate::aliases::FetchedAliases;
 use crate::learner::Evidence;
 
 /// Fingerprinted pages of a host before its rules are first learned: enough for a rule to be
@@ -171,6 +172,8 @@ struct HostPages {
     contents: HashSet<u128>,
     /// Duplicate fetches since the host was last due to be learned.
     duplicates: usize,
+    /// Whether the host has confirmed rules: its fetched URLs go to [`FetchedAliases`].
+    keyed: bool,
     /// The rewrites by all rules of the URLs they change, each with the first URL (index into
     /// `urls`) that has it: what a check compares with when the rewrite was never fetched.
     rewrites: HashMap<String, u32>,
@@ -199,6 +202,8 @@ pub(crate) struct Dust {
     dirty: bool,
     /// Counts the rebuilds of `all`: a host's `rewrites` made before the last one are stale.
     version: u64,
+    /// What the dispatcher skips: aliases queued before their rule was confirmed.
+    aliases: FetchedAliases,
     pub(crate) figures: DustFigures,
 }
 
@@ -218,6 +223,7 @@ impl Dust {
             changed_hosts: HashSet::new(),
             dirty: false,
             version: 0,
+            aliases: FetchedAliases::default(),
             figures: DustFigures::default(),
         };
         if let Some(given) = given {
@@ -289,7 +295,7 @@ impl Dust {
             self.changed_hosts.remove(h);
         }
         self.rebuild();
-        hosts.iter().flat_map(|h| self.marks(h)).collect()
+        hosts.iter().flat_map(|h| self.confirmed_for(h)).collect()
     }
 
     /// Adds the rules of `set` as confirmed; returns the hosts whose rules changed.
@@ -336,22 +342,55 @@ impl Dust {
             set,
         };
         self.all = Rules::new(&self.set);
+        self.aliases.set_rules(self.applied.clone());
         self.version += 1;
         self.figures.rules = self.applied.rules.len() as u64;
     }
 
-    /// The rewrites, by the confirmed rules, of the fetched URLs of `host` that they change.
-    fn marks(&self, host: &str) -> Vec<String> {
-        let Some(h) = self.hosts.get(host) else {
+    /// The rewrites, by the confirmed rules, of the fetched URLs of `host` that they change:
+    /// for the done set. They and the fetched URLs go to the dispatcher's [`FetchedAliases`],
+    /// as will the URLs the host fetches from now on.
+    fn confirmed_for(&mut self, host: &str) -> Vec<String> {
+        let Some(h) = self.hosts.get_mut(host) else {
             return Vec::new();
         };
-        h.urls
+        h.keyed = true;
+        let marks: Vec<String> = h
+            .urls
             .iter()
             .filter_map(|u| match self.applied.rules.apply(u) {
                 std::borrow::Cow::Owned(k) => Some(k),
                 std::borrow::Cow::Borrowed(_) => None,
             })
-            .collect()
+            .collect();
+        self.aliases
+            .insert(h.urls.iter().cloned().chain(marks.iter().cloned()));
+        marks
+    }
+
+    /// The aliases the dispatcher skips; kept up to date by this stage.
+    pub(crate) fn aliases(&self) -> FetchedAliases {
+        self.aliases.clone()
+    }
+
+    /// After the pages of earlier runs are remembered: the hosts with confirmed rules give
+    /// their fetched URLs to the dispatcher.
+    pub(crate) fn resumed(&mut self) {
+        let hosts: Vec<String> = self
+            .hosts
+            .keys()
+            .filter(|h| self.has_confirmed(h))
+            .cloned()
+            .collect();
+        for h in hosts {
+            self.confirmed_for(&h);
+        }
+    }
+
+    fn has_confirmed(&self, host: &str) -> bool {
+        self.set
+            .iter()
+            .any(|(_, h, r)| h == host && r.status == Status::Confirmed)
     }
 
     /// Takes in a page fetched by an earlier run (from the page log): evidence only.
@@ -383,6 +422,8 @@ impl Dust {
     }
 
     fn host(&mut self, host: &str) -> &mut HostPages {
+        // A host with rules given (`--rules FILE`, shared ones) is keyed from its first page.
+        let keyed = !self.hosts.contains_key(host) && self.has_confirmed(host);
         self.hosts
             .entry(host.to_owned())
             .or_insert_with(|| HostPages {
@@ -390,6 +431,7 @@ impl Dust {
                 next_learn: LEARN_AFTER,
                 contents: HashSet::new(),
                 duplicates: 0,
+                keyed,
                 rewrites: HashMap::new(),
                 rewrites_version: u64::MAX,
             })
@@ -412,7 +454,7 @@ impl Dust {
         };
         let mut marks = Vec::new();
         if self.check(url, &fp, &host) {
-            marks = self.marks(&host);
+            marks = self.confirmed_for(&host);
         }
         if self.pages.insert(url.to_owned(), fp).is_some() {
             return marks;
@@ -427,6 +469,7 @@ impl Dust {
         if let Some(k) = rewrite.filter(|_| h.rewrites_version == version) {
             h.rewrites.entry(k).or_insert(h.urls.len() as u32 - 1);
         }
+        let keyed = h.keyed;
         if !h.contents.insert(fp.exact.0) {
             h.duplicates += 1;
         }
@@ -445,6 +488,14 @@ impl Dust {
         });
         if due {
             self.evidence.push(Evidence::Learn(host));
+        }
+        if keyed {
+            let key = match self.applied.rules.apply(url) {
+                std::borrow::Cow::Owned(k) => Some(k),
+                std::borrow::Cow::Borrowed(_) => None,
+            };
+            self.aliases
+                .insert(std::iter::once(url.to_owned()).chain(key));
         }
         marks
     }
@@ -613,211 +664,5 @@ fn without_predictions(rule: &Rule) -> Rule {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::learner::Study;
-    use url_dedup_fingerprint::Fingerprinter;
-
-    /// A stage with its learner, run in step: each page is learned from before the next.
-    struct Stage {
-        dust: Dust,
-        study: Study,
-    }
-
-    impl Stage {
-        fn new() -> Self {
-            Self {
-                dust: Dust::new(true, None, None),
-                study: Study::default(),
-            }
-        }
-
-        fn observe(&mut self, url: &str, fp: PageFingerprint) -> Vec<String> {
-            let marks = self.dust.observe(url, fp);
-            for set in self.study.take(self.dust.take_evidence()) {
-                self.dust.learned(set);
-            }
-            marks
-        }
-    }
-
-    fn page(words: &str) -> PageFingerprint {
-        let body = format!("<html><body><main><p>{words}</p></main></body></html>");
-        Fingerprinter::new().fingerprint(body.as_bytes())
-    }
-
-    fn text(n: usize) -> String {
-        format!("article number {n} tells of rivers and stones and gardens, page {n}")
-    }
-
-    /// Feeds `n` articles, each under its URL and a `?sid=` alias, in order.
-    fn feed(dust: &mut Stage, from: usize, to: usize) -> Vec<String> {
-        let mut marks = Vec::new();
-        for n in from..to {
-            let fp = page(&text(n));
-            marks.extend(dust.observe(&format!("http://h.example/a/{n}"), fp));
-            marks.extend(dust.observe(&format!("http://h.example/a/{n}?sid=x{n}"), fp));
-        }
-        marks
-    }
-
-    #[test]
-    fn a_rule_is_learned_checked_then_applied() {
-        let mut stage = Stage::new();
-        feed(&mut stage, 0, 10);
-        assert_eq!(stage.dust.figures.learned, 1, "{}", stage.dust.text());
-        assert!(
-            stage.dust.applied().is_empty(),
-            "a candidate is not applied"
-        );
-        // Three more pages check it: it is confirmed, and the rewrites of the host's fetched
-        // URLs are handed to the done set.
-        let marks = feed(&mut stage, 10, 13);
-        let dust = &mut stage.dust;
-        assert_eq!(dust.figures.checks, 3);
-        assert_eq!(dust.figures.confirmed, 1);
-        assert!(
-            marks.contains(&"http://h.example/a/0".to_owned()),
-            "{marks:?}"
-        );
-        let (key, why) = dust
-            .applied()
-            .rewrite("http://h.example/a/99?sid=q")
-            .unwrap();
-        assert_eq!(key, "http://h.example/a/99");
-        assert_eq!(why, r#"ignore-param "sid" in "/**""#);
-        assert!(dust.take_dirty());
-        assert!(dust.text().contains("status confirmed"), "{}", dust.text());
-        let hosts = dust.take_changed_hosts();
-        assert_eq!(hosts, ["h.example"]);
-        let shared = dust.texts_of(hosts);
-        assert!(shared[0].1.contains(r#"ignore-param "sid""#), "{shared:?}");
-    }
-
-    #[test]
-    fn a_form_whose_bare_url_is_never_linked_is_checked_on_its_own_urls() {
-        // Each article links the login form with itself as the return address: one page,
-        // many URLs, and `/login` alone is never fetched.
-        let mut stage = Stage::new();
-        let form = page("log in to the wiki with your name and password");
-        let mut marks = Vec::new();
-        for n in 0..20 {
-            marks.extend(stage.observe(&format!("http://h.example/a/{n}"), page(&text(n))));
-            marks.extend(stage.observe(&format!("http://h.example/login?returnto=a/{n}"), form));
-        }
-        let dust = &stage.dust;
-        assert_eq!(dust.figures.confirmed, 1, "{}", dust.text());
-        assert!(
-            dust.text().contains(r#"ignore-param "returnto""#),
-            "{}",
-            dust.text()
-        );
-        assert!(
-            marks.contains(&"http://h.example/login".to_owned()),
-            "{marks:?}"
-        );
-        let (key, _) = dust
-            .applied()
-            .rewrite("http://h.example/login?returnto=a/99")
-            .unwrap();
-        assert_eq!(key, "http://h.example/login");
-    }
-
-    #[test]
-    fn aliases_met_late_are_learned_while_they_are_met() {
-        // 531 articles first (the host is learned at 531); then a form each links, as a crawl
-        // meets it a level deeper. Waiting for the host to grow by a quarter would take 132
-        // fetches of the form.
-        let mut stage = Stage::new();
-        for n in 0..531 {
-            stage.observe(&format!("http://h.example/a/{n}"), page(&text(n)));
-        }
-        let form = page("log in to the wiki with your name and password");
-        let mut fetched = 0;
-        while stage.dust.figures.confirmed == 0 && fetched < 200 {
-            stage.observe(
-                &format!("http://h.example/login?returnto=a/{fetched}"),
-                form,
-            );
-            fetched += 1;
-        }
-        assert_eq!(stage.dust.figures.confirmed, 1, "{}", stage.dust.text());
-        // 12 fetches saved make the rule, 16 duplicates make the host due, 3 checks confirm.
-        assert!(
-            fetched <= 24,
-            "confirmed after {fetched} fetches of the form"
-        );
-    }
-
-    #[test]
-    fn a_wrong_prediction_removes_the_rule_for_good() {
-        let mut stage = Stage::new();
-        feed(&mut stage, 0, 10);
-        assert_eq!(stage.dust.figures.learned, 1);
-        // `?sid=` shows another page here: the candidate goes, and is not learned again.
-        stage.observe("http://h.example/a/11", page(&text(11)));
-        stage.observe(
-            "http://h.example/a/11?sid=y",
-            page("something else entirely"),
-        );
-        assert_eq!(stage.dust.figures.rejected, 1);
-        feed(&mut stage, 20, 40);
-        assert_eq!(stage.dust.figures.learned, 1);
-        assert!(stage.dust.set.is_empty(), "{}", stage.dust.text());
-    }
-
-    #[test]
-    fn rules_learned_late_are_taken_in_as_they_come() {
-        // The learner is behind: the pages are seen, their evidence waits.
-        let mut dust = Dust::new(true, None, None);
-        for n in 0..10 {
-            let fp = page(&text(n));
-            dust.observe(&format!("http://h.example/a/{n}"), fp);
-            dust.observe(&format!("http://h.example/a/{n}?sid=x{n}"), fp);
-        }
-        assert_eq!(dust.figures.learned, 0);
-        let evidence = dust.take_evidence();
-        let asked = evidence
-            .iter()
-            .filter(|e| matches!(e, Evidence::Learn(_)))
-            .count();
-        assert_eq!(asked, 1, "20 pages: one learning due");
-        // Learned in one round however often it was asked for, then taken in.
-        let mut twice = evidence;
-        twice.push(Evidence::Learn("h.example".into()));
-        let sets = Study::default().take(twice);
-        assert_eq!(sets.len(), 1);
-        for set in sets {
-            dust.learned(set);
-        }
-        assert_eq!(dust.figures.learned, 1, "{}", dust.text());
-        assert!(dust.take_dirty());
-    }
-
-    #[test]
-    fn given_and_shared_rules_are_trusted() {
-        let given = RuleSet::parse(
-            "rules-format 1\nhost \"h.example\"\nreplace \"/print/\" \"/\"\n    status candidate\n",
-        )
-        .unwrap();
-        let dust = Dust::new(false, None, Some(&trusted(given)));
-        assert!(dust.active());
-        let (key, _) = dust.applied().rewrite("http://h.example/print/a").unwrap();
-        assert_eq!(key, "http://h.example/a");
-
-        let mut other = Stage::new();
-        feed(&mut other, 0, 1);
-        let other = &mut other.dust;
-        let marks = other.take_shared(&dust.text());
-        assert!(marks.is_empty());
-        assert_eq!(
-            other
-                .applied()
-                .rewrite("http://h.example/print/b")
-                .unwrap()
-                .0,
-            "http://h.example/b"
-        );
-        assert!(other.take_changed_hosts().is_empty());
-    }
-}
+#[path = "dust_tests.rs"]
+mod tests;

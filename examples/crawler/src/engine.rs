@@ -437,6 +437,7 @@ async fn drive<B: Backend>(
     );
     let workers = config.workers;
     let dust = open_dust(&config, &*backend, &mut records).await?;
+    let aliases = dust.aliases();
     let learning = config.learn.then(Learning::start);
     let budget = Arc::new(FetchBudget::new(config.max_pages, backend.pages_before()));
     let canon = Canonicalizer::keeping_userinfo(config.keep_userinfo);
@@ -484,6 +485,7 @@ async fn drive<B: Backend>(
         budget,
         outbox: outbox.clone(),
         halt: halt.clone(),
+        aliases,
     };
     let workers: Vec<_> = inboxes
         .into_iter()
@@ -624,6 +626,7 @@ async fn open_dust<B: Backend>(
                 dust.remember(url, fp);
             }
         }
+        dust.resumed();
         records.learn(&pages)?;
     }
     Ok(dust)

@@ -58,6 +58,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod aliases;
 mod backend;
 mod budget;
 mod canonical;

@@ -8,6 +8,7 @@
 //! A finished job goes to the engine's committer as a value ([`Outbox`]); the worker never
 //! records or admits anything itself.
 
+use crate::aliases::FetchedAliases;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -42,6 +43,8 @@ pub(crate) struct Crew<B> {
     pub(crate) outbox: Outbox,
     /// Raised to stop the crawl (here: when `--max-pages` is used up).
     pub(crate) halt: Arc<watch::Sender<Halt>>,
+    /// Aliases of fetched pages, queued before their rule was confirmed.
+    pub(crate) aliases: FetchedAliases,
 }
 
 impl<B> Clone for Crew<B> {
@@ -52,6 +55,7 @@ impl<B> Clone for Crew<B> {
             budget: self.budget.clone(),
             outbox: self.outbox.clone(),
             halt: self.halt.clone(),
+            aliases: self.aliases.clone(),
         }
     }
 }
@@ -248,7 +252,7 @@ fn dispatch<B: Backend>(
                 }
             };
             let job = host.queue.pop_front().expect("a front job");
-            if let Some((reason, detail)) = admission::at_dispatch(&rules, &job) {
+            if let Some((reason, detail)) = admission::at_dispatch(&rules, &crew.aliases, &job) {
                 crew.outbox.finished(Fetched::failed(job, reason, detail));
                 continue;
             }
