@@ -3,20 +3,23 @@
 //! Fingerprints every URL of a generated site of ARTICLES articles (default 7,500; seed 99,
 //! as `benches/dust.sh`'s learning time) and counts the heap bytes of each structure the
 //! crawler keeps per page: the SimHash index (`NearIndex`), the learner's evidence
-//! (`Learner::add`), and the crawler's maps of URLs (fingerprint by URL, the URLs of each
-//! host, the URL of each SimHash). Then the index alone with N (default 1,000,000) random
-//! fingerprints. Last, the learning time of the crawler's schedule on that evidence: learned
-//! after 20 pages, then each time the pages grew by a quarter. Prints Markdown tables.
+//! (`Learner::add`), the crawler's maps of URLs (fingerprint by URL, the URLs of each host,
+//! the contents of each host, the URL of each SimHash), and what the dispatcher keeps once the
+//! host has confirmed rules (each URL fetched and its rewrite, `src/aliases.rs`). Then the index
+//! alone with N (default 1,000,000) random fingerprints. Last, the learning time of the
+//! crawler's schedule on that evidence: learned after 20 pages, then each time the pages grew
+//! by a quarter or 16 duplicate fetches came (1/64 of the pages, past 1,024). Prints Markdown
+//! tables.
 
 // Counting what the allocator holds takes a `GlobalAlloc`, whose methods are unsafe.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use url_dedup_fingerprint::{Fingerprinter, NearIndex, PageFingerprint, SimHash, feature_hash};
-use url_dedup_rules::{LearnOptions, Learner};
+use url_dedup_rules::{LearnOptions, Learner, Rules};
 
 /// The system allocator, counting the bytes held.
 struct Counting;
@@ -94,17 +97,32 @@ fn main() {
         learner
     });
     // The crawler's own maps (examples/crawler/src/dust.rs): the fingerprint of each URL
-    // fetched, the URLs of each host in the order fetched, and a URL for each SimHash.
+    // fetched, the URLs of each host in the order fetched, its contents, and a URL for each
+    // SimHash.
     let (maps, maps_bytes) = counted(|| {
         let mut by_url: HashMap<String, PageFingerprint> = HashMap::new();
         let mut of_host: Vec<String> = Vec::new();
+        let mut contents: HashSet<u128> = HashSet::new();
         let mut near_urls: HashMap<u64, String> = HashMap::new();
         for (url, fp) in &pages {
             by_url.insert(url.clone(), *fp);
             of_host.push(url.clone());
+            contents.insert(fp.exact.0);
             near_urls.entry(fp.simhash.0).or_insert_with(|| url.clone());
         }
-        (by_url, of_host, near_urls)
+        (by_url, of_host, contents, near_urls)
+    });
+    // The dispatcher's set (examples/crawler/src/aliases.rs), with the site's rules confirmed.
+    let rules = Rules::new(&learner.learn().rules);
+    let (aliases, aliases_bytes) = counted(|| {
+        let mut keys: HashSet<String> = HashSet::new();
+        for (url, _) in &pages {
+            keys.insert(url.clone());
+            if let std::borrow::Cow::Owned(k) = rules.apply(url) {
+                keys.insert(k);
+            }
+        }
+        keys
     });
     let mean_url = pages.iter().map(|(u, _)| u.len()).sum::<usize>() as f64 / urls;
 
@@ -143,8 +161,13 @@ fn main() {
         false,
     );
     row(
+        "the dispatcher's fetched URLs and rewrites, once a host has confirmed rules",
+        aliases_bytes,
+        false,
+    );
+    row(
         "all of `--learn`",
-        index_bytes + learner_bytes + maps_bytes,
+        index_bytes + learner_bytes + maps_bytes + aliases_bytes,
         false,
     );
     println!();
@@ -154,18 +177,25 @@ fn main() {
         big_bytes as f64 / big.len() as f64,
         big.memory_bytes() as f64 / big.len() as f64
     );
-    drop((index, learner, maps, big));
+    drop((index, learner, maps, aliases, big));
 
-    // The crawler's schedule (examples/crawler/src/dust.rs, LEARN_AFTER and a quarter more).
+    // The crawler's schedule (examples/crawler/src/dust.rs: LEARN_AFTER, a quarter more, or
+    // DUPLICATES_TO_LEARN duplicate fetches).
     let mut learner = Learner::new(LearnOptions::default());
     let (mut next, mut rounds, mut total) = (20usize, 0, std::time::Duration::ZERO);
     let mut last = std::time::Duration::ZERO;
+    let (mut seen, mut duplicates) = (HashSet::new(), 0usize);
     for (i, (url, fp)) in pages.iter().enumerate() {
         learner
             .add(url, fp.exact.0, Some(fp.simhash.0))
             .expect("absolute URLs");
-        if i + 1 >= next || i + 1 == pages.len() {
+        if !seen.insert(fp.exact.0) {
+            duplicates += 1;
+        }
+        let many = i + 1 >= 20 && duplicates >= 16usize.max((i + 1) / 64);
+        if i + 1 >= next || many || i + 1 == pages.len() {
             next = ((i + 1) * 5 / 4).max(i + 2);
+            duplicates = 0;
             let begin = std::time::Instant::now();
             std::hint::black_box(learner.learn());
             last = begin.elapsed();
