@@ -37,10 +37,11 @@ use crate::learner::Evidence;
 /// seen on the three pages the learner asks for, and few enough to start saving early.
 pub(crate) const LEARN_AFTER: usize = 20;
 
-/// Duplicate fetches of a host (a page's content again, under another URL) that make it due
-/// to be learned again, however few pages were added: aliases met late in a crawl (a form each
-/// article links, found a level deeper than the articles) are learned while they are met. A
-/// large host waits for 1/64 of its pages, so learning stays a small share of the crawl.
+/// Duplicate fetches of a host (a page's content again, under another URL, that no rule
+/// rewrites) that make it due to be learned again, however few pages were added: aliases met
+/// late in a crawl (a form each article links, found a level deeper than the articles) are
+/// learned while they are met. A large host waits for 1/64 of its pages, so learning stays a
+/// small share of the crawl.
 pub(crate) const DUPLICATES_TO_LEARN: usize = 16;
 
 /// Two pages whose SimHashes are at most this many bits apart are one page for a check.
@@ -463,6 +464,8 @@ impl Dust {
             std::borrow::Cow::Owned(k) => Some(k),
             std::borrow::Cow::Borrowed(_) => None,
         };
+        // A duplicate that a rule (candidate or confirmed) rewrites is one learning has seen.
+        let explained = rewrite.is_some();
         let version = self.version;
         let h = self.host(&host);
         h.urls.push(url.to_owned());
@@ -470,7 +473,7 @@ impl Dust {
             h.rewrites.entry(k).or_insert(h.urls.len() as u32 - 1);
         }
         let keyed = h.keyed;
-        if !h.contents.insert(fp.exact.0) {
+        if !h.contents.insert(fp.exact.0) && !explained {
             h.duplicates += 1;
         }
         let many = h.urls.len() >= LEARN_AFTER
