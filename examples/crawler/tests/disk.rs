@@ -114,16 +114,7 @@ fn a_missing_checkpoint_is_refused_until_restart_moves_the_crawl_aside() {
     );
 
     crawl(&out, &site.url("/"), &["--ignore-robots", "--restart"]);
-    let aside: Vec<_> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("previous-")
-        })
-        .collect();
+    let aside = common::files_starting(&out, "previous-");
     assert_eq!(aside.len(), 1, "{aside:?}");
     assert!(aside[0].join("crawl.warc").exists());
     assert_eq!(

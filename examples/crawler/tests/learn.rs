@@ -351,16 +351,7 @@ fn a_shared_crawl_shares_its_rules() {
     finish_summary(pb, Duration::from_secs(300));
     assert_eq!(site.fetches_per_page().len(), site.pages());
     let rules = |dir: &Path| {
-        let file = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("rules-")
-            })
-            .unwrap();
+        let file = common::files_starting(dir, "rules-").remove(0);
         confirmed(&std::fs::read_to_string(file).unwrap())
     };
     let (ra, rb) = (rules(&a), rules(&b));
@@ -413,15 +404,8 @@ fn a_process_of_a_shared_crawl_learns_from_its_earlier_runs() {
         Duration::from_secs(120),
     );
     let rules_of = |dir: &Path| -> String {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("rules-")
-            })
+        common::files_starting(dir, "rules-")
+            .into_iter()
             .map(|p| std::fs::read_to_string(p).unwrap())
             .collect()
     };
@@ -579,16 +563,7 @@ fn a_shared_crawl_names_near_duplicates_another_process_fetched() {
     );
     assert_eq!(site.hit("/x") + site.hit("/y"), 2, "{:?}", site.hits());
     let log = |dir: &Path| -> Vec<Vec<String>> {
-        let file = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("pages-")
-            })
-            .unwrap();
+        let file = common::files_starting(dir, "pages-").remove(0);
         std::fs::read_to_string(file)
             .unwrap()
             .lines()

@@ -247,6 +247,20 @@ pub fn skipped(out: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The files of `dir` whose names start with `prefix`, sorted.
+pub fn files_starting(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// Skipped URLs with `reason`.
 pub fn skipped_for(out: &Path, reason: &str) -> Vec<String> {
     skipped(out)
