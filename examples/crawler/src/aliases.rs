@@ -42,8 +42,13 @@ impl FetchedAliases {
     /// and that page's URL, or its rewrite.
     pub(crate) fn skip(&self, url: &str) -> Option<String> {
         let inner = self.read();
+        // The rules' names only for a URL skipped: most URLs come through unchanged or new.
+        let key = inner.applied.key(url)?;
+        if !inner.keys.contains(&key) {
+            return None;
+        }
         let (key, why) = inner.applied.rewrite(url)?;
-        inner.keys.contains(&key).then(|| format!("{why} -> {key}"))
+        Some(format!("{why} -> {key}"))
     }
 
     /// How many URLs and rewrites are kept.

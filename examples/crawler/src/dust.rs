@@ -143,6 +143,19 @@ impl Applied {
     pub(crate) fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
+
+    /// `url` (canonical) rewritten by the rules, when they change it; no rule names.
+    pub(crate) fn key(&self, url: &str) -> Option<String> {
+        rewritten(&self.rules, url)
+    }
+}
+
+/// `url` rewritten by `rules`, when they change it.
+fn rewritten(rules: &Rules, url: &str) -> Option<String> {
+    match rules.apply(url) {
+        std::borrow::Cow::Owned(k) if k != url => Some(k),
+        _ => None,
+    }
 }
 
 /// What the stage did, for the summary and the status page.
@@ -359,10 +372,7 @@ impl Dust {
         let marks: Vec<String> = h
             .urls
             .iter()
-            .filter_map(|u| match self.applied.rules.apply(u) {
-                std::borrow::Cow::Owned(k) => Some(k),
-                std::borrow::Cow::Borrowed(_) => None,
-            })
+            .filter_map(|u| rewritten(&self.applied.rules, u))
             .collect();
         self.aliases
             .insert(h.urls.iter().cloned().chain(marks.iter().cloned()));
@@ -460,10 +470,7 @@ impl Dust {
         if self.pages.insert(url.to_owned(), fp).is_some() {
             return marks;
         }
-        let rewrite = match self.all.apply(url) {
-            std::borrow::Cow::Owned(k) => Some(k),
-            std::borrow::Cow::Borrowed(_) => None,
-        };
+        let rewrite = rewritten(&self.all, url);
         // A duplicate that a rule (candidate or confirmed) rewrites is one learning has seen.
         let explained = rewrite.is_some();
         let version = self.version;
@@ -493,10 +500,7 @@ impl Dust {
             self.evidence.push(Evidence::Learn(host));
         }
         if keyed {
-            let key = match self.applied.rules.apply(url) {
-                std::borrow::Cow::Owned(k) => Some(k),
-                std::borrow::Cow::Borrowed(_) => None,
-            };
+            let key = self.applied.key(url);
             self.aliases
                 .insert(std::iter::once(url.to_owned()).chain(key));
         }
@@ -570,7 +574,7 @@ impl Dust {
         if h.rewrites_version != version {
             h.rewrites.clear();
             for (i, u) in h.urls.iter().enumerate() {
-                if let std::borrow::Cow::Owned(k) = self.all.apply(u) {
+                if let Some(k) = rewritten(&self.all, u) {
                     h.rewrites.entry(k).or_insert(i as u32);
                 }
             }
@@ -626,12 +630,11 @@ pub(crate) fn page_logs(out: &std::path::Path, own: &str) -> std::io::Result<Vec
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(logs),
         Err(e) => return Err(e),
     };
+    let prefix = format!("{}-", PAGES_FILE.trim_end_matches(".tsv"));
     for entry in entries {
         let name = entry?.file_name();
         let Some(name) = name.to_str() else { continue };
-        let stem = PAGES_FILE.trim_end_matches(".tsv");
-        let is_log =
-            name == PAGES_FILE || (name.starts_with(&format!("{stem}-")) && name.ends_with(".tsv"));
+        let is_log = name == PAGES_FILE || (name.starts_with(&prefix) && name.ends_with(".tsv"));
         if is_log && name != own {
             others.push(name.to_owned());
         }

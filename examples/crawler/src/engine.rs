@@ -619,8 +619,10 @@ async fn open_dust<B: Backend>(
             else {
                 continue;
             };
+            // The SimHash index of a shared crawl already holds other processes' pages.
+            let own = log == pages;
             for (url, fp) in text.lines().filter_map(crate::dust::parse_page_line) {
-                if !fp.is_empty() {
+                if own && !fp.is_empty() {
                     backend.near_page(fp.simhash.0, url).await?;
                 }
                 dust.remember(url, fp);

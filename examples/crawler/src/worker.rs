@@ -8,7 +8,6 @@
 //! A finished job goes to the engine's committer as a value ([`Outbox`]); the worker never
 //! records or admits anything itself.
 
-use crate::aliases::FetchedAliases;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -18,6 +17,7 @@ use tokio::time::{Duration, Instant};
 use url::Url;
 
 use crate::admission::{self, Candidate, FetchBudget};
+use crate::aliases::FetchedAliases;
 use crate::backend::Backend;
 use crate::job::{Job, JobKind};
 use crate::outbox::Outbox;
