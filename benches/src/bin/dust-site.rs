@@ -1,8 +1,8 @@
 //! Generated sites for `benches/dust.sh`, and the measure of what the command kept.
 //!
 //! ```text
-//! dust-site site SEED ARTICLES DIR   # DIR/crawl.warc (the even pages' URLs), DIR/urls.txt (every
-//!                                    # URL, crawl order), DIR/pages.tsv (URL, page, learned from)
+//! dust-site site SEED ARTICLES DIR   # DIR/crawl.warc (URLs the even pages link), DIR/urls.txt
+//!                                    # (every URL, crawl order), DIR/pages.tsv (URL, page, from)
 //! dust-site measure DIR KEPT         # one TSV row: what keeping the lines of KEPT did
 //! dust-site rules HOSTS              # 100 rules for each of the first HOSTS hosts of gen-urls
 //! ```
@@ -11,12 +11,16 @@ use std::collections::HashSet;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::Path;
 
-use url_dedup_rules::testing::{Site, SiteUrl};
+use url_dedup_rules::testing::{Site, SiteUrl, evaluate_kept};
+
+/// Whether learning sees `u`: the URLs the even pages link.
+fn learned(u: &SiteUrl) -> bool {
+    u.from.is_multiple_of(2)
+}
 
 fn site(seed: u64, articles: usize, dir: &Path) -> std::io::Result<()> {
     let site = Site::generate(seed, articles);
     let urls = site.crawl_order();
-    let learned = |u: &SiteUrl| u.from.is_multiple_of(2);
     std::fs::write(
         dir.join("crawl.warc"),
         site.warc(urls.iter().filter(|u| learned(u)).map(|u| u.url.as_str())),
@@ -25,7 +29,7 @@ fn site(seed: u64, articles: usize, dir: &Path) -> std::io::Result<()> {
     let mut pages = BufWriter::new(std::fs::File::create(dir.join("pages.tsv"))?);
     for u in &urls {
         writeln!(list, "{}", u.url)?;
-        writeln!(pages, "{}\t{}\t{}", u.url, u.page, u8::from(learned(u)))?;
+        writeln!(pages, "{}\t{}\t{}", u.url, u.page, u.from)?;
     }
     list.flush()?;
     pages.flush()
@@ -36,41 +40,30 @@ fn measure(dir: &Path, kept: &Path) -> std::io::Result<()> {
         .lines()
         .collect::<Result<_, _>>()?;
     let text = std::fs::read_to_string(dir.join("pages.tsv"))?;
-    // Columns: over the URLs linked from pages not learned from, then over all URLs. A page
-    // is seen and fetched by any URL (the sign-in form is linked from both halves).
+    let urls: Vec<SiteUrl> = text
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split('\t');
+            Some(SiteUrl {
+                url: f.next()?.to_owned(),
+                page: f.next()?.parse().ok()?,
+                first: false,
+                from: f.next()?.parse().ok()?,
+            })
+        })
+        .collect();
+    // Columns: over the URLs linked from pages not learned from, then over all URLs.
     let mut row = Vec::new();
     for all in [false, true] {
-        let (mut seen, mut fetched, mut pages) = (HashSet::new(), HashSet::new(), HashSet::new());
-        let (mut urls, mut dups, mut dups_fetched, mut skipped, mut right) = (0, 0, 0, 0, 0);
-        for line in text.lines() {
-            let mut f = line.split('\t');
-            let (Some(url), Some(page), Some(learned)) = (f.next(), f.next(), f.next()) else {
-                continue;
-            };
-            let judged = all || learned == "0";
-            let first_sight = seen.insert(page);
-            if judged {
-                urls += 1;
-                pages.insert(page);
-                dups += usize::from(!first_sight);
-            }
-            if kept.contains(url) {
-                let again = !fetched.insert(page);
-                dups_fetched += usize::from(judged && again);
-            } else if judged {
-                skipped += 1;
-                right += usize::from(fetched.contains(page));
-            }
-        }
-        let missed = pages.iter().filter(|p| !fetched.contains(*p)).count();
+        let e = evaluate_kept(&urls, |u| kept.contains(u), |u| all || !learned(u));
         row.extend([
-            urls,
-            pages.len(),
-            dups,
-            dups - dups_fetched,
-            skipped,
-            right,
-            missed,
+            e.urls,
+            e.pages,
+            e.duplicates,
+            e.avoided,
+            e.skipped,
+            e.skipped_right,
+            e.pages_missed,
         ]);
     }
     let row: Vec<String> = row.iter().map(ToString::to_string).collect();

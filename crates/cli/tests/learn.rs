@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use url_dedup_rules::testing::{Site, SiteUrl};
+use url_dedup_rules::testing::{Evaluation, Site, SiteUrl, evaluate_kept};
 
 fn url_dedup() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin!("url-dedup"))
@@ -17,44 +17,6 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(bytes).unwrap();
     e.finish().unwrap()
-}
-
-/// What deduplicating `urls` kept, measured on `judged` (URLs linked from pages not learned
-/// from). Pages are fetched and seen by any URL: the sign-in form's page is linked from both
-/// halves.
-#[derive(Debug, Default)]
-struct Measure {
-    duplicates: usize,
-    avoided: usize,
-    skipped: usize,
-    skipped_right: usize,
-    pages: usize,
-    pages_missed: usize,
-}
-
-fn measure(urls: &[SiteUrl], kept: &HashSet<String>, judged: impl Fn(&SiteUrl) -> bool) -> Measure {
-    let mut m = Measure::default();
-    let (mut seen, mut fetched, mut pages) = (HashSet::new(), HashSet::new(), HashSet::new());
-    let mut duplicates_fetched = 0;
-    for u in urls {
-        let judged = judged(u);
-        let first_sight = seen.insert(u.page);
-        if judged {
-            pages.insert(u.page);
-            m.duplicates += usize::from(!first_sight);
-        }
-        if kept.contains(&u.url) {
-            let again = !fetched.insert(u.page);
-            duplicates_fetched += usize::from(judged && again);
-        } else if judged {
-            m.skipped += 1;
-            m.skipped_right += usize::from(fetched.contains(&u.page));
-        }
-    }
-    m.avoided = m.duplicates - duplicates_fetched;
-    m.pages = pages.len();
-    m.pages_missed = pages.iter().filter(|p| !fetched.contains(*p)).count();
-    m
 }
 
 fn dedup(dir: &Path, urls: &[SiteUrl], rules: Option<&Path>) -> HashSet<String> {
@@ -81,7 +43,7 @@ fn dedup(dir: &Path, urls: &[SiteUrl], rules: Option<&Path>) -> HashSet<String> 
 #[test]
 fn rules_learned_from_a_warc_fold_the_aliases_of_unseen_pages() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut with, mut without) = (Measure::default(), Measure::default());
+    let (mut with, mut without) = (Evaluation::default(), Evaluation::default());
     for seed in [11, 12, 13] {
         let site = Site::generate(seed, 120);
         let urls = site.crawl_order();
@@ -109,25 +71,19 @@ fn rules_learned_from_a_warc_fold_the_aliases_of_unseen_pages() {
 
         let unseen = |u: &SiteUrl| !learned_from(u);
         let kept = dedup(dir.path(), &urls, Some(&rules_path));
-        let m = measure(&urls, &kept, unseen);
+        let measure = |kept: &HashSet<String>, judged: &dyn Fn(&SiteUrl) -> bool| {
+            evaluate_kept(&urls, |u| kept.contains(u), judged)
+        };
         // Every page of the whole site is still reached.
         assert_eq!(
-            measure(&urls, &kept, |_| true).pages_missed,
+            measure(&kept, &|_| true).pages_missed,
             0,
             "seed {seed}\n{text}"
         );
-        let base = measure(&urls, &dedup(dir.path(), &urls, None), unseen);
-        for (total, part) in [(&mut with, &m), (&mut without, &base)] {
-            total.duplicates += part.duplicates;
-            total.avoided += part.avoided;
-            total.skipped += part.skipped;
-            total.skipped_right += part.skipped_right;
-            total.pages += part.pages;
-            total.pages_missed += part.pages_missed;
-        }
+        with += measure(&kept, &unseen);
+        without += measure(&dedup(dir.path(), &urls, None), &unseen);
     }
-    let recall = with.avoided as f64 / with.duplicates as f64;
-    let baseline = without.avoided as f64 / without.duplicates as f64;
+    let (recall, baseline) = (with.recall(), without.recall());
     eprintln!(
         "with rules: {with:?}, recall {recall:.3}\nwithout: {without:?}, recall {baseline:.3}"
     );
@@ -175,7 +131,7 @@ fn rules_learned_from_a_cdx_index() {
     let rules_path = dir.path().join("cdx.rules");
     std::fs::write(&rules_path, &rules).unwrap();
     let kept = dedup(dir.path(), &urls, Some(&rules_path));
-    let all = measure(&urls, &kept, |_| true);
+    let all = evaluate_kept(&urls, |u| kept.contains(u), |_| true);
     assert_eq!(all.pages_missed, 0, "{all:?}\n{rules}");
     assert!(all.avoided as f64 >= 0.8 * all.duplicates as f64, "{all:?}");
 }

@@ -540,6 +540,30 @@ pub struct Evaluation {
     pub pages_missed: usize,
 }
 
+/// Sums the counts of two measures (of several sites, say).
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_rules::testing::{Site, evaluate_kept};
+///
+/// let site = Site::generate(3, 20);
+/// let mut total = evaluate_kept(site.urls(), |_| true, |_| true);
+/// total += evaluate_kept(site.urls(), |_| true, |_| true);
+/// assert_eq!(total.urls, 2 * site.urls().len());
+/// ```
+impl std::ops::AddAssign for Evaluation {
+    fn add_assign(&mut self, other: Self) {
+        self.urls += other.urls;
+        self.pages += other.pages;
+        self.duplicates += other.duplicates;
+        self.avoided += other.avoided;
+        self.skipped += other.skipped;
+        self.skipped_right += other.skipped_right;
+        self.pages_missed += other.pages_missed;
+    }
+}
+
 impl Evaluation {
     /// Of the duplicate fetches, the share avoided.
     ///
@@ -599,26 +623,60 @@ impl Evaluation {
 /// assert_eq!((pages.recall(), pages.precision(), pages.pages_missed), (1.0, 1.0, 0));
 /// ```
 pub fn evaluate(urls: &[SiteUrl], mut key: impl FnMut(&str) -> String) -> Evaluation {
-    let mut e = Evaluation {
-        urls: urls.len(),
-        ..Evaluation::default()
-    };
     let mut keys = std::collections::HashSet::new();
+    let kept: std::collections::HashSet<&str> = urls
+        .iter()
+        .filter(|u| keys.insert(key(&u.url)))
+        .map(|u| u.url.as_str())
+        .collect();
+    evaluate_kept(urls, |u| kept.contains(u), |_| true)
+}
+
+/// Measures what a deduplicator kept of `urls` (fetched in order when `kept` says so) on the
+/// URLs `judged` picks, such as those linked from pages a learner never saw. A page counts as
+/// seen and as fetched by any URL of the list, judged or not: the sign-in form is linked from
+/// pages of both kinds.
+///
+/// # Examples
+///
+/// ```
+/// use url_dedup_rules::testing::{Site, evaluate_kept};
+///
+/// let site = Site::generate(3, 20);
+/// let all = evaluate_kept(site.urls(), |_| true, |_| true);
+/// assert_eq!((all.skipped, all.avoided, all.pages_missed), (0, 0, 0));
+/// let odd = evaluate_kept(site.urls(), |_| true, |u| u.from % 2 == 1);
+/// assert!(odd.urls < all.urls && odd.duplicates <= all.duplicates);
+/// ```
+pub fn evaluate_kept(
+    urls: &[SiteUrl],
+    kept: impl Fn(&str) -> bool,
+    judged: impl Fn(&SiteUrl) -> bool,
+) -> Evaluation {
+    let mut e = Evaluation::default();
+    let mut seen = std::collections::HashSet::new();
     let mut fetched = std::collections::HashSet::new();
-    let mut seen_pages = std::collections::HashSet::new();
+    let mut pages = std::collections::HashSet::new();
     let mut duplicates_fetched = 0;
     for u in urls {
-        e.duplicates += usize::from(!seen_pages.insert(u.page));
-        if keys.insert(key(&u.url)) {
-            duplicates_fetched += usize::from(!fetched.insert(u.page));
-        } else {
+        let judged = judged(u);
+        let first_sight = seen.insert(u.page);
+        if judged {
+            e.urls += 1;
+            pages.insert(u.page);
+            e.duplicates += usize::from(!first_sight);
+        }
+        if kept(&u.url) {
+            let again = !fetched.insert(u.page);
+            duplicates_fetched += usize::from(judged && again);
+        } else if judged {
             e.skipped += 1;
             e.skipped_right += usize::from(fetched.contains(&u.page));
         }
     }
     e.avoided = e.duplicates - duplicates_fetched;
-    e.pages = seen_pages.len();
-    e.pages_missed = seen_pages.len() - fetched.len();
+    e.pages = pages.len();
+    e.pages_missed = pages.iter().filter(|p| !fetched.contains(*p)).count();
     e
 }
 

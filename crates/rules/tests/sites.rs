@@ -34,12 +34,7 @@ fn rules_generalize_to_unseen_pages() {
     for seed in 1..=8 {
         let (rules, unseen, all) = learn_half(seed);
         assert_eq!(all.pages_missed, 0, "seed {seed}\n{rules}");
-        total.duplicates += unseen.duplicates;
-        total.avoided += unseen.avoided;
-        total.skipped += unseen.skipped;
-        total.skipped_right += unseen.skipped_right;
-        total.pages += unseen.pages;
-        total.pages_missed += unseen.pages_missed;
+        total += unseen;
     }
     // The goal: at least 80% of the duplicate fetches avoided, at most 0.1% of the
     // pages missed (none, at this size).
