@@ -107,10 +107,6 @@ DEFAULT_PREFIX = "%(spider)s:dupefilter"
 ``SCHEDULER_DUPEFILTER_KEY`` is set: scrapy-redis's default key of its own filter."""
 
 _DEFAULT_FPR = 1e-6
-_DEFAULT_SHARED_FPR = 1e-5
-"""The shared filter's rate (``url_dedup_redis::DEFAULT_SHARED_FPR``): one request in 100,000
-dropped by mistake. Every bit a URL sets costs Redis CPU; at this rate the filter costs Redis
-less CPU and memory per URL than ``SADD`` of the URL."""
 _DEFAULT_EXPECTED = 1_000_000
 
 
@@ -154,14 +150,14 @@ class _RequestKeys:
             )
 
     def dedup_options(
-        self, settings: BaseSettings, default_fpr: float = _DEFAULT_FPR
+        self, settings: BaseSettings, default_fpr: float | None = _DEFAULT_FPR
     ) -> dict[str, Any]:
-        """Keyword arguments of :class:`UrlDedup` from the settings."""
+        """Keyword arguments of :class:`UrlDedup` from the settings; a ``default_fpr`` of None
+        leaves the rate to :class:`UrlDedup` (1e-5 for a filter in Redis)."""
+        rate = settings.get("URL_DEDUP_FALSE_POSITIVE_RATE", default_fpr)
         return {
             "expected_urls": settings.getint("URL_DEDUP_EXPECTED_URLS", _DEFAULT_EXPECTED),
-            "false_positive_rate": settings.getfloat(
-                "URL_DEDUP_FALSE_POSITIVE_RATE", default_fpr
-            ),
+            "false_positive_rate": None if rate is None else float(rate),
             "canonicalization": self.canonicalization,
             "filter": settings.get("URL_DEDUP_FILTER", "growing"),
             "accept_config_change": settings.getbool("URL_DEDUP_ACCEPT_CONFIG_CHANGE"),
@@ -395,7 +391,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
         earlier_run: Callable[[], list[str]] | None = None,
     ) -> None:
         self.keys = keys or _RequestKeys("url", "crawler", None)
-        options = dict(options or {"false_positive_rate": _DEFAULT_SHARED_FPR})
+        options = dict(options or {})
         options.setdefault("canonicalization", self.keys.canonicalization)
         self.keys.check_rules(options)
         self.redis_url = redis_url
@@ -446,7 +442,7 @@ class RedisDupeFilter(_Logging, BaseDupeFilter):
             url,
             prefix,
             keys=keys,
-            options=keys.dedup_options(settings, _DEFAULT_SHARED_FPR),
+            options=keys.dedup_options(settings, None),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
             server=server,
             earlier_run=earlier_run,
